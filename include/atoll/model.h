@@ -1,0 +1,41 @@
+// Models: a nanoGPT-style GPT, an MLP and a small CNN for MNIST.
+//
+// A Model returns the mean cross-entropy loss for a batch; it knows nothing
+// about workers or communication.
+// Thread-safety: one Model per worker thread.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <memory>
+
+#include "atoll/config.h"
+
+namespace atl {
+
+class Model : public torch::nn::Module {
+ public:
+  // x: (B, T) int64 tokens or (B, 1, 28, 28) images; y: (B, T) or (B) int64.
+  // Returns the mean cross-entropy as a 0-dim tensor.
+  virtual at::Tensor loss(const at::Tensor& x, const at::Tensor& y) = 0;
+  // Training FLOPs (forward + backward) per token (per image for MNIST
+  // models): 6 * params plus, for GPT, the attention term 12 * L * T * C.
+  virtual double flops_per_token() const = 0;
+  // Tokens (or images) in one example: block_size for GPT, 1 for MNIST.
+  virtual int64_t tokens_per_example() const = 0;
+  int64_t num_params() const;
+};
+
+// GPT: token + position embeddings, n_layer pre-LayerNorm blocks (causal
+// multi-head self-attention, GELU MLP of width 4C), final LayerNorm, head
+// tied to the token embedding. GPT-2 init: N(0, 0.02), residual projections
+// N(0, 0.02 / sqrt(2 n_layer)), biases zero.
+// Parameter count: V*C + T*C + L*(12*C*C + (bias ? 13*C : 4*C)... see
+// gpt_param_count(), which the tests check against the module.
+int64_t gpt_param_count(const ModelConfig& cfg, int64_t vocab_size);
+
+// Builds the model named by cfg.kind; the RNG seed decides initialisation.
+std::shared_ptr<Model> make_model(const ModelConfig& cfg, int64_t vocab_size, uint64_t seed);
+
+}  // namespace atl

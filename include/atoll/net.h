@@ -1,0 +1,126 @@
+// Network model and virtual clock (ALGORITHMS.md section 7).
+//
+// Pure arithmetic on bytes and seconds: never touches tensors' values.
+// Thread-safety: NetworkModel is immutable after construction and may be
+// shared; each VirtualClock belongs to one worker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "atoll/config.h"
+
+namespace atl {
+
+// "100Mbit/s", "1Gbit/s", "25GB/s", "10 MB/s", "1e9" (bytes/s) -> bytes per second.
+// Accepts bit/s, bps, b/s (bits) and B/s (bytes) with k, M, G, T prefixes
+// (decimal). Throws std::invalid_argument naming the accepted forms.
+double parse_bandwidth(const std::string& text);
+// "30ms", "0.5s", "250us", "0" -> seconds. Throws std::invalid_argument.
+double parse_duration(const std::string& text);
+// "1,,0.5" -> {1, nan, 0.5}-style list: empty entries become `fallback`.
+std::vector<double> parse_number_list(const std::string& text, double fallback);
+
+// Kinds of communication the ledger records and the model times.
+enum class CommOp { AllReduce, AllGather, Broadcast, Barrier, Exchange, Send, Recv };
+enum class CollectiveAlgo { Ring, Tree, ParameterServer };
+CollectiveAlgo parse_algorithm(const std::string& name);  // ring | tree | ps
+std::string to_string(CommOp op);
+std::string to_string(CollectiveAlgo algo);
+
+// Bytes one rank sends and receives for one op whose per-rank payload is
+// `payload` bytes (ALGORITHMS.md section 7.2):
+//   all-reduce ring / tree: 2(N-1)/N * S each way; parameter server: S up, S down
+//   all-gather: (N-1) * S each way (each rank's S reaches N-1 peers)
+//   broadcast: root sends S, every other rank receives S
+//   exchange (pairwise): S each way; send: S sent; recv: S received; barrier: 0
+// A world of 1 moves 0 bytes. Variable-size all-gathers are counted by the
+// communicator from the actual sizes (sent (N-1)*S_own, received sum of others).
+struct ByteCount {
+  double sent = 0;
+  double received = 0;
+};
+ByteCount bytes_for(CommOp op, CollectiveAlgo algo, double payload, int64_t world, bool is_root);
+
+// Per-worker link: bandwidth (bytes/s) and latency (s).
+struct Link {
+  double bandwidth = 125e6;
+  double latency = 0;
+};
+
+class NetworkModel {
+ public:
+  NetworkModel(std::vector<Link> links, CollectiveAlgo algo, double server_bandwidth,
+               double jitter, uint64_t seed);
+  // From [network] for `workers` workers; throws std::invalid_argument.
+  static NetworkModel from_config(const NetworkConfig& cfg, int64_t workers, uint64_t seed);
+
+  // Seconds for one op among `participants` (ranks) with per-rank payload S
+  // bytes: the slowest participating link sets beta, the largest latency
+  // sets alpha (formulas of ALGORITHMS.md 7.2). `op_index` seeds the jitter
+  // so every rank computes the same time for the same op.
+  double op_seconds(CommOp op, double payload, const std::vector<int64_t>& participants,
+                    uint64_t op_index) const;
+  // The same for all ranks 0..N-1.
+  double collective_seconds(CommOp op, double payload, uint64_t op_index) const;
+
+  CollectiveAlgo algorithm() const { return algo_; }
+  int64_t workers() const { return static_cast<int64_t>(links_.size()); }
+  const Link& link(int64_t rank) const { return links_.at(rank); }
+
+ private:
+  std::vector<Link> links_;
+  CollectiveAlgo algo_;
+  double server_bandwidth_;
+  double jitter_;
+  uint64_t seed_;
+};
+
+// One worker's simulated time. Compute advances it; a blocking op moves it
+// to the op's completion time and counts the gap as blocked communication.
+class VirtualClock {
+ public:
+  double now() const { return now_; }
+  double compute_seconds() const { return compute_; }
+  double blocked_seconds() const { return blocked_; }
+  // Compute utilisation: compute / now (1 when nothing has happened yet).
+  double utilisation() const { return now_ > 0 ? compute_ / now_ : 1.0; }
+  void advance_compute(double seconds);
+  // Waits for an event finishing at simulated time `t` (no-op if already past).
+  void wait_until(double t);
+
+ private:
+  double now_ = 0, compute_ = 0, blocked_ = 0;
+};
+
+// `atoll cost`: what one sync and a whole run cost on a given network.
+struct CostQuery {
+  double params = 7e9;
+  double bytes_per_element = 2;      // bf16
+  int64_t workers = 8;
+  double bandwidth = 12.5e6;         // bytes/s (100 Mbit/s)
+  double latency = 0;
+  CollectiveAlgo algo = CollectiveAlgo::Ring;
+  std::string strategy = "ddp";      // ddp | localsgd | diloco | sparta
+  int64_t inner_steps = 500;         // H (localsgd, diloco)
+  double sparta_p = 0.005;           // p (sparta)
+  int64_t steps = 1000;              // run length in inner steps
+  double step_seconds = 0;           // compute per step (0 = communication only)
+};
+struct CostReport {
+  double one_copy_seconds = 0;       // P*b bytes through one link, no latency
+  double sync_payload_bytes = 0;     // S for one sync of this strategy
+  double sync_bytes_sent = 0;        // per worker, one sync
+  double sync_seconds = 0;           // one sync under the algorithm
+  double syncs = 0;                  // in the run
+  double run_bytes_sent = 0;         // per worker, whole run
+  double run_comm_seconds = 0;
+  double run_total_seconds = 0;      // compute + blocking communication
+  double compute_utilisation = 1;
+};
+CostReport estimate_cost(const CostQuery& q);
+// Human-readable table of a CostReport (durations as "1120 s (18.7 min)").
+std::string format_cost(const CostQuery& q, const CostReport& r);
+
+}  // namespace atl

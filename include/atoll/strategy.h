@@ -1,0 +1,38 @@
+// Strategies: one object per worker, the only place a method's math lives.
+//
+// A strategy owns the worker's inner optimizer (and outer state), sees only
+// the parameter list and its Communicator, and is called once per local step
+// after backward. It never reads files, prints, or knows whether it runs in
+// a simulation. Randomness all ranks must agree on comes from (run seed, step,
+// tensor id); randomness private to a worker from (run seed, worker, step).
+// Thread-safety: one Strategy per worker thread.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "atoll/comm.h"
+#include "atoll/config.h"
+
+namespace atl {
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // Applies step t (0-based global inner step) with inner learning rate `lr`;
+  // gradients of the parameters are already computed.
+  virtual void step(int64_t t, double lr) = 0;
+  // The model to evaluate if the method keeps a global one (DiLoCo's theta_g),
+  // else nullptr (the driver then evaluates the workers' average).
+  virtual const std::vector<at::Tensor>* global_params() const { return nullptr; }
+};
+
+// Builds the strategy named by cfg.strategy.name for one worker.
+// `params` are the worker's model parameters (shared storage with the model).
+std::unique_ptr<Strategy> make_strategy(const Config& cfg, std::vector<at::Tensor> params,
+                                        Communicator& comm);
+
+}  // namespace atl

@@ -1,0 +1,64 @@
+// Training: the worker loop shared by both drivers, the simulate() driver
+// (N worker threads in one process), evaluation, metrics and run folders.
+//
+// Holds no method-specific branches: a Strategy does the method's math.
+// Thread-safety: train() and simulate() are re-entrant; they start and join
+// their own worker threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "atoll/config.h"
+
+namespace atl {
+
+// Shown on the terminal by the CLI (called on one thread at log steps).
+struct ProgressInfo {
+  int64_t step = 0, total_steps = 0;
+  double loss = 0;             // mean train loss over workers since the last report
+  double val_loss = -1;        // latest evaluation (< 0: none yet)
+  double tokens_per_s = 0;     // all workers, wall clock
+  double elapsed_s = 0, eta_s = 0;
+  double sim_time_s = 0;       // simulated wall-clock of the slowest worker
+  double bytes_sent_per_worker = 0;
+  bool is_eval = false;        // this report follows an evaluation
+};
+
+struct TrainHooks {
+  std::function<void(const ProgressInfo&)> progress;
+};
+
+struct RunSummary {
+  std::string run_dir;             // empty when no run folder was written
+  int64_t steps = 0;
+  int64_t workers = 0;
+  int64_t params = 0;
+  double final_train_loss = 0;     // mean over workers, last log window
+  double final_val_loss = 0;       // evaluation at the end
+  double wall_seconds = 0;
+  double tokens_per_s = 0;         // all workers
+  double model_flops_per_s = 0;    // tokens_per_s * flops per token
+  double sim_seconds = 0;          // simulated time of the slowest worker
+  double compute_utilisation = 1;  // mean over workers
+  double bytes_sent_per_worker = 0;
+  std::vector<std::string> events; // every metrics event as one JSON line
+};
+
+// Runs cfg end to end: creates runs/<name>/ (refusing to replace an existing
+// folder unless cfg.run.overwrite), writes config.toml, metrics.jsonl,
+// metrics.csv and summary.json. Throws on any error; the first worker error
+// ends the whole simulation.
+RunSummary train(const Config& cfg, const TrainHooks& hooks = {});
+
+// The same run with no run folder (metrics only in RunSummary::events).
+RunSummary simulate(const Config& cfg, const TrainHooks& hooks = {});
+
+// Learning rate at step t (0-based): linear warm-up to cfg.lr over
+// warmup_steps, then cosine decay to min_lr at total_steps (or constant).
+double learning_rate(const OptimConfig& cfg, int64_t t, int64_t total_steps);
+
+}  // namespace atl

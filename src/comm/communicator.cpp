@@ -1,0 +1,205 @@
+// Communicator front end: validation, the byte ledger and simulated time,
+// shared by every backend (see atoll/comm.h).
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "atoll/comm.h"
+
+namespace atl {
+namespace {
+
+double payload_bytes(const at::Tensor& t) {
+  return static_cast<double>(t.numel()) * static_cast<double>(t.element_size());
+}
+
+void require_defined(const at::Tensor& t, const char* op, const char* arg) {
+  if (!t.defined()) {
+    throw std::invalid_argument(std::string(op) + ": `" + arg +
+                                "` is an undefined tensor; pass an allocated tensor");
+  }
+}
+
+// A peer/root/src/dst must name a rank of the group; `allow_self` only for roots.
+void check_rank_arg(int64_t value, int64_t self, int64_t size, const char* op, const char* role,
+                    bool allow_self) {
+  if (value < 0 || value >= size) {
+    std::ostringstream msg;
+    msg << op << ": " << role << " " << value << " is out of range for a group of " << size
+        << " rank" << (size == 1 ? "" : "s") << " (valid: 0.." << size - 1 << ")";
+    throw std::invalid_argument(msg.str());
+  }
+  if (!allow_self && value == self) {
+    std::ostringstream msg;
+    msg << op << ": " << role << " " << value
+        << " is this rank itself; point-to-point ops need two different ranks";
+    throw std::invalid_argument(msg.str());
+  }
+}
+
+// Backends work on contiguous buffers; a non-contiguous output is copied back.
+at::Tensor contiguous_work(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+void copy_back(at::Tensor& t, const at::Tensor& work) {
+  if (!work.is_same(t)) t.copy_(work);
+}
+
+}  // namespace
+
+void Work::wait() {
+  if (comm_ == nullptr) return;
+  Communicator* comm = comm_;
+  comm_ = nullptr;
+  state_.reset();
+  comm->finish(completion_);
+}
+
+double Communicator::arrival_time() const { return clock_ != nullptr ? clock_->now() : 0.0; }
+
+double Communicator::record(CommOp op, const std::string& tag, double payload, bool is_root,
+                            const std::vector<int64_t>& participants) {
+  const uint64_t index = op_index_++;
+  LedgerEntry e;
+  e.step = step_;
+  e.op = op;
+  e.tag = tag;
+  e.payload_bytes = payload;
+  const ByteCount bytes = bytes_for(op, algo_, payload, size_, is_root);
+  e.sent_bytes = bytes.sent;
+  e.received_bytes = bytes.received;
+  if (net_ != nullptr) {
+    e.network_seconds = participants.empty()
+                            ? net_->collective_seconds(op, payload, index)
+                            : net_->op_seconds(op, payload, participants, index);
+  }
+  ledger_.record(e);
+  return e.network_seconds;
+}
+
+void Communicator::finish(double completion) {
+  if (clock_ != nullptr) clock_->wait_until(completion);
+}
+
+void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag) {
+  require_defined(t, "all_reduce", "t");
+  const double net = record(CommOp::AllReduce, tag, payload_bytes(t), false, {});
+  const double arrival = arrival_time();
+  at::Tensor work = contiguous_work(t);
+  const double completion = do_all_reduce(work, op, arrival, net);
+  copy_back(t, work);
+  finish(completion);
+}
+
+// The data movement happens now; only the simulated clock is deferred to
+// wait(). For the in-process backend this is exact: every rank reaches the op
+// at the same training step, so the values equal what a real overlapped
+// all-reduce would deliver at wait(); what overlap changes is time, and time
+// is charged from `completion` when the Work is waited on (so compute done
+// in between hides the communication).
+Work Communicator::all_reduce_async(at::Tensor& t, ReduceOp op, const std::string& tag) {
+  require_defined(t, "all_reduce_async", "t");
+  const double net = record(CommOp::AllReduce, tag, payload_bytes(t), false, {});
+  const double arrival = arrival_time();
+  at::Tensor work = contiguous_work(t);
+  const double completion = do_all_reduce(work, op, arrival, net);
+  copy_back(t, work);
+  return Work(this, completion, nullptr);
+}
+
+void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out,
+                              const std::string& tag) {
+  require_defined(in, "all_gather", "in");
+  const at::Tensor src = contiguous_work(in);
+  const uint64_t index = op_index_++;
+  // Variable sizes: the time of the gather is set by the largest message.
+  const NetworkModel* net = net_;
+  const std::function<double(const std::vector<int64_t>&)> seconds_for =
+      [net, index](const std::vector<int64_t>& sizes) {
+        if (net == nullptr) return 0.0;
+        int64_t largest = 0;
+        for (int64_t s : sizes) largest = std::max(largest, s);
+        return net->collective_seconds(CommOp::AllGather, static_cast<double>(largest), index);
+      };
+  const double arrival = arrival_time();
+  const double completion = do_all_gather(src, out, arrival, seconds_for);
+
+  // Recorded after the op: what this rank receives depends on the others' sizes.
+  std::vector<int64_t> sizes;
+  sizes.reserve(out.size());
+  double received = 0;
+  for (size_t r = 0; r < out.size(); ++r) {
+    const double b = payload_bytes(out[r]);
+    sizes.push_back(static_cast<int64_t>(b));
+    if (static_cast<int64_t>(r) != rank_) received += b;
+  }
+  LedgerEntry e;
+  e.step = step_;
+  e.op = CommOp::AllGather;
+  e.tag = tag;
+  e.payload_bytes = payload_bytes(src);
+  e.sent_bytes = static_cast<double>(size_ - 1) * e.payload_bytes;
+  e.received_bytes = received;
+  e.network_seconds = seconds_for(sizes);
+  ledger_.record(e);
+  finish(completion);
+}
+
+void Communicator::broadcast(at::Tensor& t, int64_t root, const std::string& tag) {
+  require_defined(t, "broadcast", "t");
+  check_rank_arg(root, rank_, size_, "broadcast", "root", /*allow_self=*/true);
+  const double net = record(CommOp::Broadcast, tag, payload_bytes(t), rank_ == root, {});
+  const double arrival = arrival_time();
+  at::Tensor work = contiguous_work(t);
+  const double completion = do_broadcast(work, root, arrival, net);
+  copy_back(t, work);
+  finish(completion);
+}
+
+void Communicator::barrier() {
+  const double net = record(CommOp::Barrier, "barrier", 0.0, false, {});
+  const double arrival = arrival_time();
+  finish(do_barrier(arrival, net));
+}
+
+void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t peer,
+                            const std::string& tag) {
+  require_defined(send, "exchange", "send");
+  require_defined(recv, "exchange", "recv");
+  check_rank_arg(peer, rank_, size_, "exchange", "peer", /*allow_self=*/false);
+  if (send.sizes() != recv.sizes() || send.scalar_type() != recv.scalar_type()) {
+    std::ostringstream msg;
+    msg << "exchange: `recv` must have the shape and dtype of `send`; got send " << send.sizes()
+        << " " << send.scalar_type() << " and recv " << recv.sizes() << " "
+        << recv.scalar_type();
+    throw std::invalid_argument(msg.str());
+  }
+  const double net = record(CommOp::Exchange, tag, payload_bytes(send), false, {rank_, peer});
+  const double arrival = arrival_time();
+  const at::Tensor src = contiguous_work(send);
+  at::Tensor dst = contiguous_work(recv);
+  const double completion = do_exchange(src, dst, peer, arrival, net);
+  copy_back(recv, dst);
+  finish(completion);
+}
+
+void Communicator::send(const at::Tensor& t, int64_t dst, const std::string& tag) {
+  require_defined(t, "send", "t");
+  check_rank_arg(dst, rank_, size_, "send", "dst", /*allow_self=*/false);
+  const double net = record(CommOp::Send, tag, payload_bytes(t), false, {rank_, dst});
+  const double arrival = arrival_time();
+  finish(do_send(contiguous_work(t), dst, arrival, net));
+}
+
+void Communicator::recv(at::Tensor& t, int64_t src, const std::string& tag) {
+  require_defined(t, "recv", "t");
+  check_rank_arg(src, rank_, size_, "recv", "src", /*allow_self=*/false);
+  const double net = record(CommOp::Recv, tag, payload_bytes(t), false, {src, rank_});
+  const double arrival = arrival_time();
+  at::Tensor work = contiguous_work(t);
+  const double completion = do_recv(work, src, arrival, net);
+  copy_back(t, work);
+  finish(completion);
+}
+
+}  // namespace atl

@@ -1,0 +1,456 @@
+#include "atoll/config.h"
+
+#include <toml++/toml.h>
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+namespace atl {
+namespace {
+
+FieldRef field(const char* name, int64_t& v, const char* help) {
+  FieldRef f{name, help};
+  f.i = &v;
+  return f;
+}
+FieldRef field(const char* name, double& v, const char* help) {
+  FieldRef f{name, help};
+  f.d = &v;
+  return f;
+}
+FieldRef field(const char* name, bool& v, const char* help) {
+  FieldRef f{name, help};
+  f.b = &v;
+  return f;
+}
+FieldRef field(const char* name, std::string& v, const char* help) {
+  FieldRef f{name, help};
+  f.s = &v;
+  return f;
+}
+
+std::string quote(const std::string& s) {
+  std::ostringstream o;
+  o << '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') o << '\\';
+    o << c;
+  }
+  o << '"';
+  return o.str();
+}
+
+std::string format_double(double v) {
+  std::ostringstream o;
+  o << std::setprecision(17) << v;
+  std::string s = o.str();
+  // TOML floats need a '.' or an exponent.
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+bool one_of(const std::string& v, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed)
+    if (v == a) return true;
+  return false;
+}
+
+std::string allowed_list(std::initializer_list<const char*> allowed) {
+  std::string s;
+  for (const char* a : allowed) s += (s.empty() ? "" : " | ") + std::string(a);
+  return s;
+}
+
+}  // namespace
+
+std::string FieldRef::type_name() const {
+  if (i) return "int";
+  if (d) return "float";
+  if (b) return "bool";
+  return "string";
+}
+
+std::string FieldRef::value_string() const {
+  if (i) return std::to_string(*i);
+  if (d) return format_double(*d);
+  if (b) return *b ? "true" : "false";
+  return quote(*s);
+}
+
+void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
+  FieldRef fields[] = {
+      field("run.name", c.run.name, "run folder name under run.out_dir"),
+      field("run.out_dir", c.run.out_dir, "parent folder of run folders"),
+      field("run.seed", c.run.seed, "seed for initialisation, data order and shared randomness"),
+      field("run.overwrite", c.run.overwrite, "replace an existing run folder of the same name"),
+      field("run.progress", c.run.progress, "live progress line when stdout is a terminal"),
+      field("run.threads", c.run.threads, "intra-op threads in total (0 = all cores)"),
+
+      field("data.dataset", c.data.dataset, "brown | text | bin | mnist"),
+      field("data.dir", c.data.dir, "prepared data folder (\"\" = <data.data_root>/<data.dataset>)"),
+      field("data.data_root", c.data.data_root, "where scripts/setup prepares the shipped data"),
+      field("data.tokenizer", c.data.tokenizer, "char | byte: tokenizer used when preparing text"),
+      field("data.vocab_size", c.data.vocab_size, "bin data sets without meta.json: vocabulary size"),
+      field("data.shard", c.data.shard, "iid | noniid: how workers split the training data"),
+
+      field("model.kind", c.model.kind, "gpt | mlp | cnn (mlp and cnn need data.dataset = mnist)"),
+      field("model.n_layer", c.model.n_layer, "GPT transformer blocks"),
+      field("model.n_head", c.model.n_head, "GPT attention heads (must divide n_embd)"),
+      field("model.n_embd", c.model.n_embd, "GPT embedding width C"),
+      field("model.block_size", c.model.block_size, "GPT context length T in tokens"),
+      field("model.dropout", c.model.dropout, "dropout probability in [0, 1)"),
+      field("model.bias", c.model.bias, "biases in Linear and LayerNorm layers"),
+      field("model.mlp_hidden", c.model.mlp_hidden, "MLP hidden width (model.kind = mlp)"),
+
+      field("optim.name", c.optim.name, "adamw | sgd: inner optimizer"),
+      field("optim.lr", c.optim.lr, "inner AdamW peak learning rate lr_in"),
+      field("optim.min_lr", c.optim.min_lr, "learning rate at the end of the cosine decay"),
+      field("optim.warmup_steps", c.optim.warmup_steps, "linear warm-up steps"),
+      field("optim.beta1", c.optim.beta1, "AdamW beta1"),
+      field("optim.beta2", c.optim.beta2, "AdamW beta2"),
+      field("optim.weight_decay", c.optim.weight_decay, "AdamW decoupled weight decay (matrices only)"),
+      field("optim.grad_clip", c.optim.grad_clip, "global gradient-norm clip (0 = off)"),
+      field("optim.schedule", c.optim.schedule, "cosine | constant (after warm-up)"),
+
+      field("train.steps", c.train.steps, "inner steps per worker"),
+      field("train.batch_size", c.train.batch_size, "sequences (images) per worker per step"),
+      field("train.eval_every", c.train.eval_every, "evaluate every this many steps (0 = end only)"),
+      field("train.eval_batches", c.train.eval_batches, "fixed validation batches per evaluation"),
+      field("train.log_every", c.train.log_every, "write a metrics line every this many steps"),
+
+      field("strategy.name", c.strategy.name, "single | ddp | localsgd | diloco"),
+      field("strategy.workers", c.strategy.workers, "N: simulated workers"),
+      field("strategy.eval_model", c.strategy.eval_model,
+            "auto | global | average | worker0: which parameters are evaluated"),
+      field("strategy.eval_worker0", c.strategy.eval_worker0,
+            "also evaluate worker 0 alone (methods evaluated on the average)"),
+
+      field("diloco.inner_steps", c.diloco.inner_steps,
+            "H: inner steps between syncs (DiLoCo paper: 500); also Local SGD's H"),
+      field("diloco.outer_lr", c.diloco.outer_lr, "lr_out: outer learning rate (paper: 0.7)"),
+      field("diloco.outer_momentum", c.diloco.outer_momentum, "mu: outer momentum (paper: 0.9)"),
+      field("diloco.nesterov", c.diloco.nesterov, "Nesterov outer momentum (false = heavy ball)"),
+
+      field("network.bandwidth", c.network.bandwidth, "per-link bandwidth beta, e.g. 100Mbit/s, 25GB/s"),
+      field("network.latency", c.network.latency, "per-message latency alpha, e.g. 30ms"),
+      field("network.jitter", c.network.jitter, "extra latency drawn uniformly in [0, jitter)"),
+      field("network.algorithm", c.network.algorithm, "ring | tree | ps: all-reduce algorithm"),
+      field("network.server_bandwidth", c.network.server_bandwidth,
+            "ps only: the server's bandwidth (\"\" = network.bandwidth)"),
+      field("network.worker_bandwidth", c.network.worker_bandwidth,
+            "per-worker bandwidth overrides, comma list (empty entry = default)"),
+      field("network.worker_latency", c.network.worker_latency, "per-worker latency overrides, comma list"),
+      field("network.compute_time", c.network.compute_time,
+            "measured | flops: how a step's compute time is charged"),
+      field("network.device_flops", c.network.device_flops, "flops mode: device peak FLOP/s"),
+      field("network.mfu", c.network.mfu, "flops mode: model FLOPs utilisation in (0, 1]"),
+      field("network.speed_factors", c.network.speed_factors,
+            "per-worker compute-time multipliers, comma list (stragglers > 1)"),
+      field("network.comm_bytes_per_element", c.network.comm_bytes_per_element,
+            "b: bytes per communicated element (4 = fp32, 2 = bf16)"),
+  };
+  for (FieldRef& f : fields) fn(f);
+}
+
+namespace {
+
+// Assigns a TOML node to a field, or explains why it cannot.
+bool assign_node(FieldRef& f, const toml::node& node, std::string& why) {
+  if (f.i) {
+    if (auto v = node.value_exact<int64_t>()) {
+      *f.i = *v;
+      return true;
+    }
+    why = "expected an integer";
+  } else if (f.d) {
+    if (auto v = node.value_exact<double>()) {
+      *f.d = *v;
+      return true;
+    }
+    if (auto v = node.value_exact<int64_t>()) {
+      *f.d = static_cast<double>(*v);
+      return true;
+    }
+    why = "expected a number";
+  } else if (f.b) {
+    if (auto v = node.value_exact<bool>()) {
+      *f.b = *v;
+      return true;
+    }
+    why = "expected true or false";
+  } else {
+    if (auto v = node.value_exact<std::string>()) {
+      *f.s = *v;
+      return true;
+    }
+    why = "expected a string";
+  }
+  return false;
+}
+
+// Parses text for a field from the command line.
+bool assign_text(FieldRef& f, const std::string& text, std::string& why) {
+  try {
+    size_t used = 0;
+    if (f.i) {
+      long long v = std::stoll(text, &used);
+      if (used != text.size()) throw std::invalid_argument("trailing");
+      *f.i = v;
+    } else if (f.d) {
+      double v = std::stod(text, &used);
+      if (used != text.size()) throw std::invalid_argument("trailing");
+      *f.d = v;
+    } else if (f.b) {
+      if (text == "true" || text == "1") {
+        *f.b = true;
+      } else if (text == "false" || text == "0") {
+        *f.b = false;
+      } else {
+        why = "expected true or false";
+        return false;
+      }
+    } else {
+      *f.s = text;
+    }
+    return true;
+  } catch (const std::exception&) {
+    why = f.i ? "expected an integer" : "expected a number";
+    return false;
+  }
+}
+
+}  // namespace
+
+void apply_toml(Config& cfg, const std::string& text, const std::string& source,
+                std::vector<std::string>& errors) {
+  toml::table table;
+  try {
+    table = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream o;
+    o << source << ":" << e.source().begin.line << ":" << e.source().begin.column
+      << ": TOML syntax error: " << e.description();
+    errors.push_back(o.str());
+    return;
+  }
+  std::set<std::string> known_sections;
+  std::map<std::string, FieldRef> by_name;
+  visit_fields(cfg, [&](FieldRef& f) {
+    by_name.emplace(f.name, f);
+    known_sections.insert(f.name.substr(0, f.name.find('.')));
+  });
+  for (auto&& [section_key, section_node] : table) {
+    std::string section(section_key.str());
+    const toml::table* sub = section_node.as_table();
+    if (!sub) {
+      errors.push_back(source + ": top-level key '" + section +
+                       "' must be a [section]; keys live in sections like [train]");
+      continue;
+    }
+    if (!known_sections.count(section)) {
+      std::string all;
+      for (const auto& s : known_sections) all += (all.empty() ? "" : ", ") + s;
+      errors.push_back(source + ": unknown section [" + section + "]; sections are " + all);
+      continue;
+    }
+    for (auto&& [key, node] : *sub) {
+      std::string name = section + "." + std::string(key.str());
+      auto it = by_name.find(name);
+      if (it == by_name.end()) {
+        errors.push_back(source + ": unknown key '" + name + "' (see `atoll train --help`)");
+        continue;
+      }
+      std::string why;
+      if (!assign_node(it->second, node, why))
+        errors.push_back(source + ": " + name + ": " + why + " (" + it->second.type_name() + ")");
+    }
+  }
+}
+
+void apply_overrides(Config& cfg, const std::vector<std::string>& overrides,
+                     std::vector<std::string>& errors) {
+  std::map<std::string, FieldRef> by_name;
+  visit_fields(cfg, [&](FieldRef& f) { by_name.emplace(f.name, f); });
+  for (const std::string& o : overrides) {
+    auto eq = o.find('=');
+    if (eq == std::string::npos) {
+      errors.push_back("override '" + o + "': expected section.key=value");
+      continue;
+    }
+    std::string key = o.substr(0, eq), value = o.substr(eq + 1);
+    auto it = by_name.find(key);
+    if (it == by_name.end()) {
+      errors.push_back("unknown key '" + key + "' (see `atoll train --help`)");
+      continue;
+    }
+    std::string why;
+    if (!assign_text(it->second, value, why))
+      errors.push_back(key + "=" + value + ": " + why);
+  }
+}
+
+std::vector<std::string> validate(const Config& c) {
+  std::vector<std::string> e;
+  auto need = [&](bool ok, const std::string& msg) {
+    if (!ok) e.push_back(msg);
+  };
+  auto enum_check = [&](const std::string& key, const std::string& v,
+                        std::initializer_list<const char*> allowed) {
+    need(one_of(v, allowed), key + " = '" + v + "': allowed values are " + allowed_list(allowed));
+  };
+  need(!c.run.name.empty() && c.run.name.find('/') == std::string::npos && c.run.name != "." &&
+           c.run.name != "..",
+       "run.name must be a non-empty folder name without '/'");
+  need(c.run.threads >= 0, "run.threads must be >= 0 (0 = all cores)");
+  enum_check("data.dataset", c.data.dataset, {"brown", "text", "bin", "mnist"});
+  enum_check("data.tokenizer", c.data.tokenizer, {"char", "byte"});
+  enum_check("data.shard", c.data.shard, {"iid", "noniid"});
+  need(c.data.vocab_size >= 0 && c.data.vocab_size <= 65536,
+       "data.vocab_size must be in [0, 65536] (uint16 token files)");
+  need(c.data.dataset != "text" || !c.data.dir.empty(),
+       "data.dataset = 'text' needs data.dir: a folder made by `atoll prepare text FILE OUT`");
+  enum_check("model.kind", c.model.kind, {"gpt", "mlp", "cnn"});
+  bool image_model = c.model.kind == "mlp" || c.model.kind == "cnn";
+  need(image_model == (c.data.dataset == "mnist"),
+       "model.kind = '" + c.model.kind + "' does not fit data.dataset = '" + c.data.dataset +
+           "': gpt trains on text, mlp and cnn on mnist");
+  need(c.model.n_layer >= 1, "model.n_layer must be >= 1");
+  need(c.model.n_head >= 1, "model.n_head must be >= 1");
+  need(c.model.n_embd >= 1 && c.model.n_head >= 1 && c.model.n_embd % c.model.n_head == 0,
+       "model.n_embd must be a positive multiple of model.n_head");
+  need(c.model.block_size >= 1, "model.block_size must be >= 1");
+  need(c.model.dropout >= 0 && c.model.dropout < 1, "model.dropout must be in [0, 1)");
+  need(c.model.mlp_hidden >= 1, "model.mlp_hidden must be >= 1");
+  enum_check("optim.name", c.optim.name, {"adamw", "sgd"});
+  need(c.optim.lr > 0 && std::isfinite(c.optim.lr), "optim.lr must be > 0");
+  need(c.optim.min_lr >= 0 && c.optim.min_lr <= c.optim.lr, "optim.min_lr must be in [0, optim.lr]");
+  need(c.optim.warmup_steps >= 0, "optim.warmup_steps must be >= 0");
+  need(c.optim.beta1 >= 0 && c.optim.beta1 < 1, "optim.beta1 must be in [0, 1)");
+  need(c.optim.beta2 >= 0 && c.optim.beta2 < 1, "optim.beta2 must be in [0, 1)");
+  need(c.optim.weight_decay >= 0, "optim.weight_decay must be >= 0");
+  need(c.optim.grad_clip >= 0, "optim.grad_clip must be >= 0 (0 = off)");
+  enum_check("optim.schedule", c.optim.schedule, {"cosine", "constant"});
+  need(c.train.steps >= 1, "train.steps must be >= 1");
+  need(c.train.batch_size >= 1, "train.batch_size must be >= 1");
+  need(c.train.eval_every >= 0, "train.eval_every must be >= 0 (0 = only at the end)");
+  need(c.train.eval_batches >= 1, "train.eval_batches must be >= 1");
+  need(c.train.log_every >= 1, "train.log_every must be >= 1");
+  enum_check("strategy.name", c.strategy.name, {"single", "ddp", "localsgd", "diloco"});
+  need(c.strategy.workers >= 1 && c.strategy.workers <= 256, "strategy.workers must be in [1, 256]");
+  need(c.strategy.name != "single" || c.strategy.workers == 1,
+       "strategy.name = 'single' trains one worker: set strategy.workers = 1 or pick ddp | localsgd | diloco");
+  enum_check("strategy.eval_model", c.strategy.eval_model, {"auto", "global", "average", "worker0"});
+  need(c.strategy.eval_model != "global" || c.strategy.name == "diloco",
+       "strategy.eval_model = 'global' needs a method with a global model (diloco)");
+  need(c.diloco.inner_steps >= 1, "diloco.inner_steps (H) must be >= 1");
+  need(c.diloco.outer_lr > 0, "diloco.outer_lr must be > 0");
+  need(c.diloco.outer_momentum >= 0 && c.diloco.outer_momentum < 1,
+       "diloco.outer_momentum must be in [0, 1)");
+  enum_check("network.algorithm", c.network.algorithm, {"ring", "tree", "ps", "parameter-server"});
+  enum_check("network.compute_time", c.network.compute_time, {"measured", "flops"});
+  need(c.network.device_flops > 0, "network.device_flops must be > 0");
+  need(c.network.mfu > 0 && c.network.mfu <= 1, "network.mfu must be in (0, 1]");
+  need(c.network.comm_bytes_per_element >= 1 && c.network.comm_bytes_per_element <= 8,
+       "network.comm_bytes_per_element must be in [1, 8]");
+  return e;
+}
+
+void throw_if_errors(const std::vector<std::string>& errors) {
+  if (errors.empty()) return;
+  std::string msg = errors.size() == 1 ? "invalid configuration:" : "invalid configuration (" +
+                                                                        std::to_string(errors.size()) +
+                                                                        " problems):";
+  for (const auto& e : errors) msg += "\n  - " + e;
+  throw ConfigError(msg);
+}
+
+const std::string& default_config_toml() {
+  // A small character-level GPT on the Brown corpus, sized to train usefully
+  // in a few minutes on two cores.
+  static const std::string text = R"(# atoll default: a small char-level GPT on the Brown corpus.
+[run]
+name = "default"
+
+[data]
+dataset = "brown"
+tokenizer = "char"
+
+[model]
+kind = "gpt"
+n_layer = 4
+n_head = 4
+n_embd = 192
+block_size = 128
+dropout = 0.0
+
+[optim]
+lr = 2e-3
+min_lr = 2e-4
+warmup_steps = 100
+
+[train]
+steps = 1500
+batch_size = 32
+eval_every = 250
+eval_batches = 20
+)";
+  return text;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  Config cfg;
+  std::vector<std::string> errors;
+  apply_toml(cfg, default_config_toml(), "<default config>", errors);
+  if (!path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ConfigError("cannot read config file '" + path + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    apply_toml(cfg, ss.str(), path, errors);
+  }
+  apply_overrides(cfg, overrides, errors);
+  throw_if_errors(errors);
+  throw_if_errors(validate(cfg));
+  return cfg;
+}
+
+std::string to_toml(Config& cfg) {
+  std::ostringstream o;
+  std::string section;
+  visit_fields(cfg, [&](FieldRef& f) {
+    std::string s = f.name.substr(0, f.name.find('.'));
+    if (s != section) {
+      o << (section.empty() ? "" : "\n") << "[" << s << "]\n";
+      section = s;
+    }
+    o << f.name.substr(f.name.find('.') + 1) << " = " << f.value_string() << "\n";
+  });
+  return o.str();
+}
+
+std::string describe_fields() {
+  Config defaults;
+  std::vector<std::string> errors;
+  apply_toml(defaults, default_config_toml(), "<default config>", errors);
+  std::ostringstream o;
+  o << "Configuration keys (TOML [section] key = value, or --section.key=value):\n";
+  std::string section;
+  visit_fields(defaults, [&](FieldRef& f) {
+    std::string s = f.name.substr(0, f.name.find('.'));
+    if (s != section) {
+      o << "\n  [" << s << "]\n";
+      section = s;
+    }
+    std::string left = "  --" + f.name + "=" + f.value_string();
+    o << left;
+    if (left.size() < 44) o << std::string(44 - left.size(), ' ');
+    else o << "\n" << std::string(44, ' ');
+    o << f.type_name() << ": " << f.help << "\n";
+  });
+  return o.str();
+}
+
+}  // namespace atl

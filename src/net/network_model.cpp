@@ -1,0 +1,189 @@
+// Bytes and seconds per communication op (ALGORITHMS.md 7.2).
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "atoll/net.h"
+
+namespace atl {
+namespace {
+
+// ceil(log2 n) for n >= 1: rounds of a tree / recursive-doubling schedule.
+int64_t ceil_log2(int64_t n) {
+  int64_t rounds = 0;
+  int64_t reach = 1;
+  while (reach < n) {
+    reach *= 2;
+    ++rounds;
+  }
+  return rounds;
+}
+
+// splitmix64 finaliser (Steele, Lea, Flood 2014): a cheap, well-mixed hash.
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [0, 1) from (seed, op_index); same inputs, same value.
+double unit_uniform(uint64_t seed, uint64_t op_index) {
+  const uint64_t h = splitmix64(seed ^ splitmix64(op_index));
+  return static_cast<double>(h >> 11) * 0x1.0p-53;  // 53 random bits
+}
+
+}  // namespace
+
+ByteCount bytes_for(CommOp op, CollectiveAlgo algo, double payload, int64_t world, bool is_root) {
+  if (world < 1) {
+    throw std::invalid_argument("bytes_for: world size must be >= 1, got " + std::to_string(world));
+  }
+  if (!(payload >= 0)) {
+    throw std::invalid_argument("bytes_for: payload must be >= 0 bytes, got " +
+                                std::to_string(payload));
+  }
+  ByteCount c;
+  if (world == 1) return c;
+  const double n = static_cast<double>(world);
+  const double s = payload;
+  switch (op) {
+    case CommOp::AllReduce:
+      if (algo == CollectiveAlgo::ParameterServer) {
+        c.sent = s;  // worker -> server
+        c.received = s;  // server -> worker
+      } else {
+        // Ring and recursive halving/doubling move the same volume.
+        c.sent = c.received = 2.0 * (n - 1.0) / n * s;
+      }
+      break;
+    case CommOp::AllGather:
+      c.sent = c.received = (n - 1.0) * s;
+      break;
+    case CommOp::Broadcast:
+      if (is_root) {
+        c.sent = s;
+      } else {
+        c.received = s;
+      }
+      break;
+    case CommOp::Barrier:
+      break;
+    case CommOp::Exchange:
+      c.sent = c.received = s;
+      break;
+    case CommOp::Send:
+      c.sent = s;
+      break;
+    case CommOp::Recv:
+      c.received = s;
+      break;
+  }
+  return c;
+}
+
+NetworkModel::NetworkModel(std::vector<Link> links, CollectiveAlgo algo, double server_bandwidth,
+                           double jitter, uint64_t seed)
+    : links_(std::move(links)),
+      algo_(algo),
+      server_bandwidth_(server_bandwidth),
+      jitter_(jitter),
+      seed_(seed) {
+  if (links_.empty()) throw std::invalid_argument("NetworkModel: need at least one link");
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    if (!(links_[i].bandwidth > 0) || !std::isfinite(links_[i].bandwidth)) {
+      throw std::invalid_argument("NetworkModel: link " + std::to_string(i) +
+                                  " bandwidth must be > 0 bytes/s");
+    }
+    if (!(links_[i].latency >= 0) || !std::isfinite(links_[i].latency)) {
+      throw std::invalid_argument("NetworkModel: link " + std::to_string(i) +
+                                  " latency must be >= 0 s");
+    }
+  }
+  if (std::isnan(server_bandwidth_)) {
+    throw std::invalid_argument("NetworkModel: server bandwidth is NaN (use <= 0 for 'same as workers')");
+  }
+  if (!(jitter_ >= 0) || !std::isfinite(jitter_)) {
+    throw std::invalid_argument("NetworkModel: jitter must be >= 0 s");
+  }
+}
+
+double NetworkModel::op_seconds(CommOp op, double payload,
+                                const std::vector<int64_t>& participants,
+                                uint64_t op_index) const {
+  if (!(payload >= 0)) {
+    throw std::invalid_argument("NetworkModel::op_seconds: payload must be >= 0 bytes");
+  }
+  const int64_t n = static_cast<int64_t>(participants.size());
+  if (n <= 1) return 0.0;
+
+  double beta = 0;
+  double alpha = 0;
+  for (std::size_t i = 0; i < participants.size(); ++i) {
+    const int64_t r = participants[i];
+    if (r < 0 || r >= workers()) {
+      throw std::out_of_range("NetworkModel::op_seconds: rank " + std::to_string(r) +
+                              " outside 0.." + std::to_string(workers() - 1));
+    }
+    const Link& l = links_[static_cast<std::size_t>(r)];
+    beta = i == 0 ? l.bandwidth : std::min(beta, l.bandwidth);
+    alpha = std::max(alpha, l.latency);
+  }
+
+  const double nd = static_cast<double>(n);
+  const double s = payload;
+  const double rounds = static_cast<double>(ceil_log2(n));
+  double t = 0;
+  switch (op) {
+    case CommOp::AllReduce: {
+      const double transfer = 2.0 * (nd - 1.0) / nd * s / beta;
+      switch (algo_) {
+        case CollectiveAlgo::Ring:
+          t = 2.0 * (nd - 1.0) * alpha + transfer;
+          break;
+        case CollectiveAlgo::Tree:
+          t = 2.0 * rounds * alpha + transfer;
+          break;
+        case CollectiveAlgo::ParameterServer: {
+          const double server = server_bandwidth_ > 0 ? server_bandwidth_ : beta;
+          t = 2.0 * alpha + 2.0 * std::max(s / beta, nd * s / server);
+          break;
+        }
+      }
+      break;
+    }
+    case CommOp::AllGather:
+      t = (nd - 1.0) * alpha + (nd - 1.0) * s / beta;
+      break;
+    case CommOp::Broadcast:
+      t = rounds * alpha + s / beta;
+      break;
+    case CommOp::Barrier:
+      t = 2.0 * rounds * alpha;
+      break;
+    case CommOp::Exchange:
+    case CommOp::Send:
+    case CommOp::Recv:
+      t = alpha + s / beta;
+      break;
+  }
+  if (jitter_ > 0) {
+    // Rounding could turn jitter * (1 - 2^-53) into jitter; keep it half-open.
+    const double extra = std::min(jitter_ * unit_uniform(seed_, op_index),
+                                  std::nextafter(jitter_, 0.0));
+    t += extra;
+  }
+  return t;
+}
+
+double NetworkModel::collective_seconds(CommOp op, double payload, uint64_t op_index) const {
+  std::vector<int64_t> all(links_.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  return op_seconds(op, payload, all, op_index);
+}
+
+}  // namespace atl

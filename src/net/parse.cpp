@@ -1,0 +1,249 @@
+// Text -> numbers for the network model: bandwidths, durations, comma lists,
+// algorithm names, and NetworkModel::from_config which combines them.
+//
+// Numbers are scanned by hand (digits, optional '.', optional exponent) and
+// converted with the classic locale, so "0x10", "inf" and "nan" are rejected
+// and a process locale with a decimal comma changes nothing.
+
+#include <cmath>
+#include <locale>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "atoll/net.h"
+
+namespace atl {
+namespace {
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const auto begin = s.find_first_not_of(ws);
+  if (begin == std::string::npos) return "";
+  const auto end = s.find_last_not_of(ws);
+  return s.substr(begin, end - begin + 1);
+}
+
+// Splits on ',' keeping empty entries ("1,,2" -> {"1", "", "2"}); entries trimmed.
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  if (trim(text).empty()) return out;
+  std::string::size_type start = 0;
+  while (true) {
+    const auto comma = text.find(',', start);
+    if (comma == std::string::npos) {
+      out.push_back(trim(text.substr(start)));
+      break;
+    }
+    out.push_back(trim(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Scans a decimal number at the start of `s` ([+-]digits[.digits][e[+-]digits]).
+// On success stores the value and the rest of the string (leading spaces
+// removed) and returns true.
+bool scan_number(const std::string& s, double& value, std::string& rest) {
+  std::string::size_type i = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  std::string::size_type digits = 0;
+  while (i < s.size() && is_digit(s[i])) ++i, ++digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && is_digit(s[i])) ++i, ++digits;
+  }
+  if (digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    auto j = i + 1;
+    if (j < s.size() && (s[j] == '+' || s[j] == '-')) ++j;
+    if (j < s.size() && is_digit(s[j])) {
+      while (j < s.size() && is_digit(s[j])) ++j;
+      i = j;
+    }
+  }
+  std::istringstream in(s.substr(0, i));
+  in.imbue(std::locale::classic());
+  double v = 0;
+  in >> v;
+  if (in.fail() || !std::isfinite(v)) return false;
+  value = v;
+  rest = trim(s.substr(i));
+  return true;
+}
+
+const char* const kBandwidthHelp = "expected a number with a unit like 100Mbit/s, 1Gbit/s, 25GB/s";
+const char* const kDurationHelp =
+    "expected a number with a unit like 30ms, 0.5s, 250us (units s, ms, us, ns, min)";
+
+[[noreturn]] void bad_bandwidth(const std::string& text, const std::string& why) {
+  throw std::invalid_argument("bandwidth '" + text + "': " + why);
+}
+
+[[noreturn]] void bad_duration(const std::string& text, const std::string& why) {
+  throw std::invalid_argument("duration '" + text + "': " + why);
+}
+
+// Bits or bytes per second for a bandwidth unit; 0 if not a unit.
+double bandwidth_unit_bytes(const std::string& unit) {
+  if (unit.empty()) return 1.0;  // a bare number is bytes/s
+  double scale = 1.0;
+  std::string base = unit;
+  switch (unit[0]) {
+    case 'k':
+    case 'K': scale = 1e3; break;
+    case 'M': scale = 1e6; break;
+    case 'G': scale = 1e9; break;
+    case 'T': scale = 1e12; break;
+    default: break;
+  }
+  if (scale != 1.0) base = unit.substr(1);
+  if (base == "bit/s" || base == "bps" || base == "b/s") return scale / 8.0;
+  if (base == "B/s" || base == "Bps") return scale;
+  return 0.0;
+}
+
+// Seconds per duration unit; 0 if not a unit.
+double duration_unit_seconds(const std::string& unit) {
+  if (unit.empty() || unit == "s") return 1.0;
+  if (unit == "ms") return 1e-3;
+  // "µs" as MICRO SIGN (U+00B5) or GREEK SMALL LETTER MU (U+03BC), UTF-8.
+  if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") return 1e-6;
+  if (unit == "ns") return 1e-9;
+  if (unit == "min") return 60.0;
+  return 0.0;
+}
+
+// Rethrows a parse error with the config key in front.
+template <typename Fn>
+auto with_key(const std::string& key, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(key + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+double parse_bandwidth(const std::string& text) {
+  double value = 0;
+  std::string unit;
+  if (!scan_number(trim(text), value, unit)) bad_bandwidth(text, kBandwidthHelp);
+  const double scale = bandwidth_unit_bytes(unit);
+  if (scale == 0.0) bad_bandwidth(text, kBandwidthHelp);
+  const double bytes = value * scale;
+  if (!(bytes > 0) || !std::isfinite(bytes)) {
+    bad_bandwidth(text, std::string("must be greater than 0; ") + kBandwidthHelp);
+  }
+  return bytes;
+}
+
+double parse_duration(const std::string& text) {
+  double value = 0;
+  std::string unit;
+  if (!scan_number(trim(text), value, unit)) bad_duration(text, kDurationHelp);
+  const double scale = duration_unit_seconds(unit);
+  if (scale == 0.0) bad_duration(text, kDurationHelp);
+  const double seconds = value * scale;
+  if (!(seconds >= 0) || !std::isfinite(seconds)) {
+    bad_duration(text, std::string("must not be negative; ") + kDurationHelp);
+  }
+  return seconds == 0 ? 0.0 : seconds;  // "-0" -> 0
+}
+
+std::vector<double> parse_number_list(const std::string& text, double fallback) {
+  std::vector<double> out;
+  const auto entries = split_commas(text);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].empty()) {
+      out.push_back(fallback);
+      continue;
+    }
+    double value = 0;
+    std::string rest;
+    if (!scan_number(entries[i], value, rest) || !rest.empty()) {
+      throw std::invalid_argument("number list '" + text + "': entry " + std::to_string(i + 1) +
+                                  " '" + entries[i] +
+                                  "' is not a number; expected e.g. 1,,0.5 (empty = default)");
+    }
+    out.push_back(value);
+  }
+  return out;
+}
+
+CollectiveAlgo parse_algorithm(const std::string& name) {
+  if (name == "ring") return CollectiveAlgo::Ring;
+  if (name == "tree") return CollectiveAlgo::Tree;
+  if (name == "ps" || name == "parameter-server") return CollectiveAlgo::ParameterServer;
+  throw std::invalid_argument("all-reduce algorithm '" + name +
+                              "': expected one of ring, tree, ps (or parameter-server)");
+}
+
+std::string to_string(CommOp op) {
+  switch (op) {
+    case CommOp::AllReduce: return "all_reduce";
+    case CommOp::AllGather: return "all_gather";
+    case CommOp::Broadcast: return "broadcast";
+    case CommOp::Barrier: return "barrier";
+    case CommOp::Exchange: return "exchange";
+    case CommOp::Send: return "send";
+    case CommOp::Recv: return "recv";
+  }
+  return "unknown";
+}
+
+std::string to_string(CollectiveAlgo algo) {
+  switch (algo) {
+    case CollectiveAlgo::Ring: return "ring";
+    case CollectiveAlgo::Tree: return "tree";
+    case CollectiveAlgo::ParameterServer: return "ps";
+  }
+  return "unknown";
+}
+
+NetworkModel NetworkModel::from_config(const NetworkConfig& cfg, int64_t workers, uint64_t seed) {
+  if (workers < 1) {
+    throw std::invalid_argument("network: need at least 1 worker, got " + std::to_string(workers));
+  }
+  Link base;
+  base.bandwidth = with_key("network.bandwidth", [&] { return parse_bandwidth(cfg.bandwidth); });
+  base.latency = with_key("network.latency", [&] { return parse_duration(cfg.latency); });
+  std::vector<Link> links(static_cast<std::size_t>(workers), base);
+
+  auto check_length = [&](const std::string& key, std::size_t n) {
+    if (static_cast<int64_t>(n) > workers) {
+      throw std::invalid_argument(key + ": " + std::to_string(n) + " entries for " +
+                                  std::to_string(workers) +
+                                  " workers; give at most one per worker (empty = default)");
+    }
+  };
+  const auto bw = split_commas(cfg.worker_bandwidth);
+  check_length("network.worker_bandwidth", bw.size());
+  for (std::size_t i = 0; i < bw.size(); ++i) {
+    if (bw[i].empty()) continue;
+    links[i].bandwidth = with_key("network.worker_bandwidth",
+                                  [&] { return parse_bandwidth(bw[i]); });
+  }
+  const auto lat = split_commas(cfg.worker_latency);
+  check_length("network.worker_latency", lat.size());
+  for (std::size_t i = 0; i < lat.size(); ++i) {
+    if (lat[i].empty()) continue;
+    links[i].latency = with_key("network.worker_latency", [&] { return parse_duration(lat[i]); });
+  }
+
+  const double server = trim(cfg.server_bandwidth).empty()
+                            ? base.bandwidth
+                            : with_key("network.server_bandwidth",
+                                       [&] { return parse_bandwidth(cfg.server_bandwidth); });
+  const CollectiveAlgo algo =
+      with_key("network.algorithm", [&] { return parse_algorithm(cfg.algorithm); });
+  const double jitter = with_key("network.jitter", [&] { return parse_duration(cfg.jitter); });
+  return NetworkModel(std::move(links), algo, server, jitter, seed);
+}
+
+}  // namespace atl

@@ -1,0 +1,35 @@
+#include "strategy/baselines.h"
+
+#include "strategy/flat.h"
+
+namespace atl {
+
+SingleStrategy::SingleStrategy(const Config& cfg, std::vector<at::Tensor> params)
+    : inner_(cfg.optim, params) {}
+
+void SingleStrategy::step(int64_t, double lr) { inner_.step(lr); }
+
+DdpStrategy::DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
+    : params_(params), comm_(comm), inner_(cfg.optim, params) {}
+
+void DdpStrategy::step(int64_t, double lr) {
+  // One collective for all tensors: gradients travel as one flat buffer.
+  at::Tensor grads = flatten_grads(params_);
+  comm_.all_reduce(grads, ReduceOp::Mean, "grad");
+  assign_grads(grads, params_);
+  inner_.step(lr);
+}
+
+LocalSgdStrategy::LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params,
+                                   Communicator& comm)
+    : params_(params), comm_(comm), inner_(cfg.optim, params), inner_steps_(cfg.diloco.inner_steps) {}
+
+void LocalSgdStrategy::step(int64_t t, double lr) {
+  inner_.step(lr);
+  if ((t + 1) % inner_steps_ != 0) return;
+  at::Tensor theta = flatten_values(params_);
+  comm_.all_reduce(theta, ReduceOp::Mean, "params");
+  assign_values(theta, params_);
+}
+
+}  // namespace atl

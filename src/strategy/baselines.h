@@ -1,0 +1,52 @@
+// Baselines (ALGORITHMS.md section 1).
+//
+// Single: one worker, no communication: clip, inner AdamW.
+//
+// DDP (synchronous data parallel):
+//   g_bar <- allreduce_mean(g_i)            // P elements every step, tag "grad"
+//   clip(g_bar, 1.0); theta <- AdamW(theta, g_bar)   // identical on all workers
+//
+// Local SGD / FedAvg (McMahan et al. 2017; Stich 2019):
+//   every step:    theta_i <- InnerOpt(theta_i, g_i)         // no communication
+//   every H steps: theta_i <- allreduce_mean(theta_i)        // tag "params"
+//   H = diloco.inner_steps. Equal to DiLoCo with outer SGD, lr_out = 1, mu = 0.
+#pragma once
+
+#include "atoll/strategy.h"
+#include "strategy/inner_optimizer.h"
+
+namespace atl {
+
+class SingleStrategy : public Strategy {
+ public:
+  SingleStrategy(const Config& cfg, std::vector<at::Tensor> params);
+  void step(int64_t t, double lr) override;
+
+ private:
+  InnerOptimizer inner_;
+};
+
+class DdpStrategy : public Strategy {
+ public:
+  DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  void step(int64_t t, double lr) override;
+
+ private:
+  std::vector<at::Tensor> params_;
+  Communicator& comm_;
+  InnerOptimizer inner_;
+};
+
+class LocalSgdStrategy : public Strategy {
+ public:
+  LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  void step(int64_t t, double lr) override;
+
+ private:
+  std::vector<at::Tensor> params_;
+  Communicator& comm_;
+  InnerOptimizer inner_;
+  int64_t inner_steps_;  // H
+};
+
+}  // namespace atl

@@ -1,0 +1,20 @@
+#include <stdexcept>
+
+#include "atoll/strategy.h"
+#include "strategy/baselines.h"
+#include "strategy/diloco.h"
+
+namespace atl {
+
+std::unique_ptr<Strategy> make_strategy(const Config& cfg, std::vector<at::Tensor> params,
+                                        Communicator& comm) {
+  const std::string& name = cfg.strategy.name;
+  if (name == "single") return std::make_unique<SingleStrategy>(cfg, std::move(params));
+  if (name == "ddp") return std::make_unique<DdpStrategy>(cfg, std::move(params), comm);
+  if (name == "localsgd") return std::make_unique<LocalSgdStrategy>(cfg, std::move(params), comm);
+  if (name == "diloco") return std::make_unique<DiLoCoStrategy>(cfg, std::move(params), comm);
+  throw std::invalid_argument("strategy.name = '" + name +
+                              "': allowed values are single | ddp | localsgd | diloco");
+}
+
+}  // namespace atl

@@ -1,0 +1,36 @@
+// The per-worker inner optimizer: gradient clipping, then AdamW (weight decay
+// on matrices only, nanoGPT-style) or plain SGD. Its state is private to the
+// worker and is never reset or averaged by DiLoCo-family methods.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "atoll/config.h"
+
+namespace torch {
+namespace optim {
+class Optimizer;
+}
+}  // namespace torch
+
+namespace atl {
+
+class InnerOptimizer {
+ public:
+  InnerOptimizer(const OptimConfig& cfg, const std::vector<at::Tensor>& params);
+  ~InnerOptimizer();
+  // Clips the global gradient norm to cfg.grad_clip (if > 0), then steps
+  // with learning rate `lr`, then zeroes the gradients.
+  void step(double lr);
+  torch::optim::Optimizer& optimizer() { return *opt_; }
+
+ private:
+  OptimConfig cfg_;
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<torch::optim::Optimizer> opt_;
+};
+
+}  // namespace atl

@@ -1,0 +1,99 @@
+#include "train/data_source.h"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+namespace atl {
+namespace {
+
+// Token chunk dealt to workers by the iid shard: a few windows long, so each
+// worker sees text from all over the corpus.
+constexpr int64_t kIidChunkTokens = 4096;
+
+class TokenStream : public DataSource::Stream {
+ public:
+  TokenStream(const TokenSplit& split, std::vector<TokenRange> ranges, int64_t block, uint64_t seed)
+      : sampler_(split, std::move(ranges), block, seed) {}
+  Batch next(int64_t batch_size) override {
+    Batch b;
+    sampler_.next(batch_size, b.first, b.second);
+    return b;
+  }
+
+ private:
+  TokenBatchSampler sampler_;
+};
+
+class MnistStream : public DataSource::Stream {
+ public:
+  MnistStream(const MnistSplit& split, std::vector<int64_t> indices, uint64_t seed)
+      : sampler_(split, std::move(indices), seed) {}
+  Batch next(int64_t batch_size) override {
+    Batch b;
+    sampler_.next(batch_size, b.first, b.second);
+    return b;
+  }
+
+ private:
+  MnistBatchSampler sampler_;
+};
+
+}  // namespace
+
+std::string data_dir(const DataConfig& cfg) {
+  if (!cfg.dir.empty()) return cfg.dir;
+  return (std::filesystem::path(cfg.data_root) / cfg.dataset).string();
+}
+
+DataSource::DataSource(const Config& cfg) : cfg_(cfg) {
+  const std::string dir = data_dir(cfg.data);
+  if (!std::filesystem::exists(dir)) {
+    throw std::runtime_error("data folder '" + dir + "' does not exist: run scripts/setup to prepare the " +
+                             "shipped data sets, or `atoll prepare text FILE OUT` for your own text");
+  }
+  const uint64_t eval_seed = mix_seed(static_cast<uint64_t>(cfg.run.seed), 0xe7a1u);
+  if (cfg.data.dataset == "mnist") {
+    mnist_ = std::make_shared<MnistData>(load_mnist(dir));
+    vocab_size_ = 10;
+    // The whole test split, in fixed batches of train.batch_size.
+    const int64_t n = mnist_->test.size(), bs = std::max<int64_t>(cfg.train.batch_size, 1);
+    for (int64_t start = 0; start < n && int64_t(eval_batches_.size()) < cfg.train.eval_batches;
+         start += bs) {
+      const int64_t m = std::min(bs, n - start);
+      at::Tensor x = at::from_blob(const_cast<uint8_t*>(mnist_->test.images.data()) + start * 784,
+                                   {m, 1, 28, 28}, at::kByte)
+                         .to(at::kFloat)
+                         .div_(255.0);
+      at::Tensor y = at::from_blob(const_cast<uint8_t*>(mnist_->test.labels.data()) + start, {m}, at::kByte)
+                         .to(at::kLong);
+      eval_batches_.emplace_back(x, y);
+    }
+    return;
+  }
+  text_ = std::make_shared<TokenData>(load_token_data(dir, cfg.data.vocab_size));
+  vocab_size_ = text_->vocab_size;
+  for (auto& b : fixed_token_batches(text_->val, cfg.model.block_size, cfg.train.batch_size,
+                                     cfg.train.eval_batches, eval_seed))
+    eval_batches_.push_back(b);
+}
+
+int64_t DataSource::train_tokens() const {
+  return text_ ? static_cast<int64_t>(text_->train.tokens.size()) : mnist_->train.size();
+}
+
+std::unique_ptr<DataSource::Stream> DataSource::stream(int64_t worker, int64_t workers,
+                                                       uint64_t seed) const {
+  const uint64_t shard_seed = static_cast<uint64_t>(cfg_.run.seed);  // same on all workers
+  if (mnist_) {
+    return std::make_unique<MnistStream>(
+        mnist_->train, mnist_shard(mnist_->train, worker, workers, cfg_.data.shard, shard_seed), seed);
+  }
+  return std::make_unique<TokenStream>(
+      text_->train,
+      shard_ranges(text_->train, worker, workers, cfg_.data.shard, shard_seed, kIidChunkTokens),
+      cfg_.model.block_size, seed);
+}
+
+}  // namespace atl

@@ -1,0 +1,46 @@
+// Loads the configured data set once and hands each worker its own batch
+// stream (its shard) plus the fixed evaluation batches.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "atoll/config.h"
+#include "atoll/data.h"
+
+namespace atl {
+
+using Batch = std::pair<at::Tensor, at::Tensor>;  // (inputs, targets)
+
+// Immutable after construction; shared read-only by worker threads.
+class DataSource {
+ public:
+  explicit DataSource(const Config& cfg);
+  int64_t vocab_size() const { return vocab_size_; }
+  // Training examples (sequences or images) in the whole training split.
+  int64_t train_tokens() const;
+
+  // One worker's batch stream; owned by that worker's thread.
+  class Stream {
+   public:
+    virtual ~Stream() = default;
+    virtual Batch next(int64_t batch_size) = 0;
+  };
+  std::unique_ptr<Stream> stream(int64_t worker, int64_t workers, uint64_t seed) const;
+  const std::vector<Batch>& eval_batches() const { return eval_batches_; }
+
+ private:
+  Config cfg_;
+  std::shared_ptr<TokenData> text_;
+  std::shared_ptr<MnistData> mnist_;
+  int64_t vocab_size_ = 0;
+  std::vector<Batch> eval_batches_;
+};
+
+// The folder a data set is read from: data.dir, or <data_root>/<dataset>.
+std::string data_dir(const DataConfig& cfg);
+
+}  // namespace atl

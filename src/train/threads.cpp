@@ -1,0 +1,58 @@
+#include "train/threads.h"
+
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <malloc.h>
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace atl {
+
+int64_t available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int64_t threads_per_worker(int64_t total, int64_t workers) {
+  const int64_t budget = total > 0 ? total : available_cores();
+  return std::max<int64_t>(1, budget / std::max<int64_t>(1, workers));
+}
+
+void set_compute_threads(int64_t threads) {
+  // ATen's element-wise kernels stay on the calling thread: on these small
+  // models their OpenMP pool, spinning between regions, competes with
+  // OpenBLAS's pool for the same cores and made a 2-thread step slower than
+  // a 1-thread one. GEMMs, where the time goes, get all `threads`.
+  at::set_num_threads(1);
+  // OpenBLAS keeps its own pool; LibTorch does not tell it. Looked up at run
+  // time so that builds against other BLAS libraries still link.
+  using SetThreads = void (*)(int);
+  static const auto openblas_set =
+      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (openblas_set) openblas_set(static_cast<int>(threads));
+}
+
+void tune_allocator() {
+  // glibc hands large blocks (> 128 kB) back to the kernel on free, so every
+  // step's activations and GEMM buffers arrive as fresh pages: page faults
+  // plus the kernel zeroing them cost ~30% of a small model's step. Keep
+  // freed memory in the heap for reuse instead.
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum on 64-bit
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)done;
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+}  // namespace atl

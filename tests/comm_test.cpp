@@ -1,0 +1,573 @@
+// Communicator / InProcessGroup: conformance, ledger, reproducibility, abort,
+// mismatch detection and simulated time.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "atoll/comm.h"
+#include "atoll/net.h"
+
+namespace atl {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs `fn` on a detached thread; the future reports its result. A thread
+// that never returns is leaked instead of hanging the test.
+std::future<void> spawn(std::function<void()> fn) {
+  auto promise = std::make_shared<std::promise<void>>();
+  std::future<void> done = promise->get_future();
+  std::thread([promise, fn = std::move(fn)] {
+    try {
+      fn();
+      promise->set_value();
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  }).detach();
+  return done;
+}
+
+// Runs fn(comm) on every rank, each in its own thread, and rethrows the
+// first exception (lowest rank). If the ranks do not finish in time the group
+// is aborted; if even that does not release them the process stops rather
+// than hang (the threads may reference the caller's locals).
+void run_ranks(const std::shared_ptr<InProcessGroup>& group,
+               const std::function<void(Communicator&)>& fn,
+               std::chrono::seconds timeout = 60s) {
+  std::vector<std::future<void>> done;
+  for (int64_t r = 0; r < group->size(); ++r) {
+    done.push_back(spawn([group, r, &fn] { fn(group->rank(r)); }));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  for (auto& f : done) {
+    if (f.wait_until(deadline) != std::future_status::ready) timed_out = true;
+  }
+  if (timed_out) {
+    group->abort("test timed out");
+    for (auto& f : done) {
+      if (f.wait_for(10s) != std::future_status::ready) {
+        std::fprintf(stderr, "ranks still blocked 10 s after abort(); stopping\n");
+        std::abort();
+      }
+    }
+    ADD_FAILURE() << "ranks did not finish within the timeout; the group was aborted";
+  }
+  for (auto& f : done) f.get();
+}
+
+std::shared_ptr<InProcessGroup> make_group(int64_t n, CollectiveAlgo algo = CollectiveAlgo::Ring) {
+  return std::make_shared<InProcessGroup>(n, algo);
+}
+
+at::Tensor iota(int64_t n, at::ScalarType dtype) { return at::arange(n, at::TensorOptions(dtype)); }
+
+// ---------------------------------------------------------------------------
+// Conformance
+
+class Conformance : public ::testing::TestWithParam<int64_t> {};
+
+// Dtypes are chosen so every result is exact and the 2^20-element runs stay
+// cheap: int32 sums (< 2^31), float32 means (sums < 2^24, so exact), int8
+// gathers (each rank gathers N buffers, the largest cost of the suite).
+TEST_P(Conformance, AllOpsGiveExactRankValuedResultsForPayloads0To2Pow20) {
+  const int64_t n = GetParam();
+  for (int64_t p : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{1} << 20}) {
+    SCOPED_TRACE("payload " + std::to_string(p));
+    auto group = make_group(n);
+    // Read-only inputs shared by all ranks (saves allocations at 2^20).
+    const at::Tensor i = iota(p, at::kInt);
+    const at::Tensor fi = iota(p, at::kFloat);
+    run_ranks(group, [n, p, &i, &fi](Communicator& c) {
+      const int64_t r = c.rank();
+      // Sum of (r + 1 + i) over ranks: n(n+1)/2 + n i.
+      at::Tensor s = i + (r + 1);
+      c.all_reduce(s, ReduceOp::Sum, "sum");
+      EXPECT_TRUE(at::equal(s, i * n + n * (n + 1) / 2)) << "rank " << r;
+
+      // Mean of (r + 1 + i): exact sums, one correctly rounded division.
+      at::Tensor m = fi + static_cast<double>(r + 1);
+      c.all_reduce(m, ReduceOp::Mean, "mean");
+      EXPECT_TRUE(at::equal(m, fi + (n + 1) / 2.0)) << "rank " << r;
+
+      // Variable sizes: rank k sends p + k elements of value k.
+      std::vector<at::Tensor> gathered;
+      c.all_gather(at::full({p + r}, r, at::kChar), gathered, "gather");
+      EXPECT_EQ(static_cast<int64_t>(gathered.size()), n);
+      for (int64_t k = 0; k < static_cast<int64_t>(gathered.size()); ++k) {
+        EXPECT_TRUE(at::equal(gathered[k], at::full({p + k}, k, at::kChar)))
+            << "rank " << r << " entry " << k;
+      }
+      gathered.clear();
+
+      // Broadcast from the last rank (non-zero when n > 1).
+      const int64_t root = n - 1;
+      at::Tensor b = i + 1000 * r;
+      c.broadcast(b, root, "bcast");
+      EXPECT_TRUE(at::equal(b, i + 1000 * root)) << "rank " << r;
+
+      // Pairs 0<->1, 2<->3, ...; an odd last rank sits out.
+      const int64_t peer = r ^ 1;
+      at::Tensor got = at::empty({p}, at::kInt);
+      if (peer < n) {
+        c.exchange(i + 10 * r, got, peer, "pair");
+        EXPECT_TRUE(at::equal(got, i + 10 * peer)) << "rank " << r;
+      }
+
+      // Ring: send to the right, receive from the left (send is buffered).
+      if (n > 1) {
+        const int64_t right = (r + 1) % n, left = (r + n - 1) % n;
+        c.send(i - r, right, "ring");
+        c.recv(got, left, "ring");
+        EXPECT_TRUE(at::equal(got, i - left)) << "rank " << r;
+      }
+      c.barrier();
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes1To8, Conformance, ::testing::Range<int64_t>(1, 9));
+
+TEST(InProcessGroup, NonContiguousTensorsAreReducedAndWrittenBackInPlace) {
+  auto group = make_group(3);
+  run_ranks(group, [](Communicator& c) {
+    at::Tensor base = at::arange(12, at::kDouble).reshape({3, 4}) * (c.rank() + 1);
+    at::Tensor t = base.t();  // (4, 3), a non-contiguous view of base
+    ASSERT_FALSE(t.is_contiguous());
+    c.all_reduce(t, ReduceOp::Sum, "nc");
+    EXPECT_TRUE(at::equal(base, at::arange(12, at::kDouble).reshape({3, 4}) * 6));
+  });
+}
+
+TEST(InProcessGroup, IntegerMeanRoundsTowardZero) {
+  auto group = make_group(2);
+  run_ranks(group, [](Communicator& c) {
+    at::Tensor t = c.rank() == 0 ? at::tensor({3, -3, 4}, at::kLong) : at::zeros({3}, at::kLong);
+    c.all_reduce(t, ReduceOp::Mean, "int");
+    EXPECT_TRUE(at::equal(t, at::tensor({1, -1, 2}, at::kLong))) << t;
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Ledger
+
+void expect_entry(const LedgerEntry& e, CommOp op, const ByteCount& want, const std::string& what) {
+  EXPECT_EQ(e.op, op) << what;
+  EXPECT_DOUBLE_EQ(e.sent_bytes, want.sent) << what;
+  EXPECT_DOUBLE_EQ(e.received_bytes, want.received) << what;
+}
+
+TEST(Ledger, ByteCountsEqualBytesForEveryOpAndAlgorithmAtN4) {
+  const int64_t n = 4;
+  for (CollectiveAlgo algo :
+       {CollectiveAlgo::Ring, CollectiveAlgo::Tree, CollectiveAlgo::ParameterServer}) {
+    SCOPED_TRACE(to_string(algo));
+    auto group = make_group(n, algo);
+    run_ranks(group, [n, algo](Communicator& c) {
+      const int64_t r = c.rank();
+      const double s = 100 * 4;  // 100 float32
+      at::Tensor t = at::ones({100}, at::kFloat);
+      c.all_reduce(t, ReduceOp::Sum, "grad");
+      c.all_reduce_async(t, ReduceOp::Mean, "grad").wait();
+      std::vector<at::Tensor> out;
+      c.all_gather(t, out, "gather");
+      c.broadcast(t, 1, "bcast");
+      c.barrier();
+      at::Tensor got = at::empty_like(t);
+      c.exchange(t, got, r ^ 1, "pair");
+      c.send(t, (r + 1) % n, "ring");
+      c.recv(got, (r + n - 1) % n, "ring");
+
+      const auto& e = c.ledger().entries();
+      ASSERT_EQ(e.size(), 8u);
+      expect_entry(e[0], CommOp::AllReduce, bytes_for(CommOp::AllReduce, algo, s, n, false), "all_reduce");
+      expect_entry(e[1], CommOp::AllReduce, bytes_for(CommOp::AllReduce, algo, s, n, false), "all_reduce_async");
+      expect_entry(e[2], CommOp::AllGather, bytes_for(CommOp::AllGather, algo, s, n, false), "all_gather");
+      expect_entry(e[3], CommOp::Broadcast, bytes_for(CommOp::Broadcast, algo, s, n, r == 1), "broadcast");
+      expect_entry(e[4], CommOp::Barrier, ByteCount{}, "barrier");
+      expect_entry(e[5], CommOp::Exchange, ByteCount{s, s}, "exchange");
+      expect_entry(e[6], CommOp::Send, ByteCount{s, 0}, "send");
+      expect_entry(e[7], CommOp::Recv, ByteCount{0, s}, "recv");
+      for (size_t i = 0; i < e.size(); ++i) {
+        EXPECT_DOUBLE_EQ(e[i].payload_bytes, i == 4 ? 0.0 : s) << i;
+        EXPECT_EQ(e[i].network_seconds, 0.0) << "no network model attached";
+      }
+      double sent = 0, received = 0;
+      for (const auto& x : e) {
+        sent += x.sent_bytes;
+        received += x.received_bytes;
+      }
+      EXPECT_DOUBLE_EQ(c.ledger().total_sent(), sent);
+      EXPECT_DOUBLE_EQ(c.ledger().total_received(), received);
+      EXPECT_EQ(c.ledger().ops(), 8);
+    });
+  }
+}
+
+TEST(Ledger, WorldOfOneMovesZeroBytes) {
+  auto group = make_group(1);
+  run_ranks(group, [](Communicator& c) {
+    at::Tensor t = at::ones({1000}, at::kFloat);
+    c.all_reduce(t, ReduceOp::Sum, "grad");
+    c.all_reduce_async(t, ReduceOp::Mean, "grad").wait();
+    std::vector<at::Tensor> out;
+    c.all_gather(t, out, "gather");
+    c.broadcast(t, 0, "bcast");
+    c.barrier();
+    EXPECT_EQ(c.ledger().ops(), 5);
+    for (const auto& e : c.ledger().entries()) {
+      EXPECT_EQ(e.sent_bytes, 0.0) << to_string(e.op);
+      EXPECT_EQ(e.received_bytes, 0.0) << to_string(e.op);
+    }
+    EXPECT_EQ(c.ledger().total_sent(), 0.0);
+    EXPECT_EQ(c.ledger().total_received(), 0.0);
+  });
+}
+
+TEST(Ledger, VariableSizeAllGatherCountsOwnSizeSentAndOthersReceived) {
+  const int64_t n = 4;
+  auto group = make_group(n);
+  run_ranks(group, [n](Communicator& c) {
+    const int64_t r = c.rank();
+    std::vector<at::Tensor> out;
+    c.all_gather(at::zeros({r + 1}, at::kDouble), out, "sparse");  // 8 (r+1) bytes
+    const LedgerEntry& e = c.ledger().entries().at(0);
+    const double own = 8.0 * (r + 1);
+    const double all = 8.0 * (1 + 2 + 3 + 4);
+    EXPECT_DOUBLE_EQ(e.payload_bytes, own);
+    EXPECT_DOUBLE_EQ(e.sent_bytes, (n - 1) * own);
+    EXPECT_DOUBLE_EQ(e.received_bytes, all - own);
+  });
+}
+
+TEST(Ledger, SentBytesAccumulatePerTagAndMarksReturnTheDelta) {
+  auto group = make_group(2);
+  run_ranks(group, [](Communicator& c) {
+    at::Tensor a = at::ones({10}, at::kFloat);   // 40 bytes -> ring N=2 sends 40
+    at::Tensor b = at::ones({25}, at::kDouble);  // 200 bytes -> sends 200
+    c.set_step(3);
+    c.all_reduce(a, ReduceOp::Sum, "a");
+    EXPECT_DOUBLE_EQ(c.ledger().take_sent_since_mark(), 40);
+    EXPECT_DOUBLE_EQ(c.ledger().take_received_since_mark(), 40);
+    c.set_step(4);
+    c.all_reduce(a, ReduceOp::Sum, "a");
+    c.all_reduce(b, ReduceOp::Sum, "b");
+    EXPECT_DOUBLE_EQ(c.ledger().take_sent_since_mark(), 240);
+    EXPECT_DOUBLE_EQ(c.ledger().take_sent_since_mark(), 0);
+    EXPECT_DOUBLE_EQ(c.ledger().take_received_since_mark(), 240);
+    const auto& by_tag = c.ledger().sent_by_tag();
+    ASSERT_EQ(by_tag.size(), 2u);
+    EXPECT_DOUBLE_EQ(by_tag.at("a"), 80);
+    EXPECT_DOUBLE_EQ(by_tag.at("b"), 200);
+    EXPECT_DOUBLE_EQ(c.ledger().total_sent(), 280);
+    EXPECT_EQ(c.ledger().entries()[0].step, 3);
+    EXPECT_EQ(c.ledger().entries()[2].step, 4);
+    EXPECT_EQ(c.ledger().entries()[2].tag, "b");
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Reproducibility
+
+TEST(InProcessGroup, Float32AllReduceIsBitwiseIdenticalOver20RunsWithRandomArrivalOrder) {
+  const int64_t n = 6, len = 4097;
+  std::vector<at::Tensor> inputs;
+  for (int64_t r = 0; r < n; ++r) inputs.push_back(at::randn({len}, at::kFloat) * 1000);
+  // Reference: the documented order, t0 + t1 + ... + t(n-1).
+  at::Tensor want_sum = inputs[0].clone();
+  for (int64_t r = 1; r < n; ++r) want_sum += inputs[r];
+  at::Tensor want_mean = want_sum / static_cast<double>(n);
+
+  auto group = make_group(n);
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<at::Tensor> sums(n), means(n);
+    run_ranks(group, [&](Communicator& c) {
+      const int64_t r = c.rank();
+      std::mt19937 rng(static_cast<uint32_t>(rep * 1000 + r));
+      std::uniform_int_distribution<int> us(0, 2000);
+      std::this_thread::sleep_for(std::chrono::microseconds(us(rng)));
+      at::Tensor s = inputs[r].clone();
+      c.all_reduce(s, ReduceOp::Sum, "grad");
+      std::this_thread::sleep_for(std::chrono::microseconds(us(rng)));
+      at::Tensor m = inputs[r].clone();
+      c.all_reduce_async(m, ReduceOp::Mean, "grad").wait();
+      sums[r] = s;
+      means[r] = m;
+    });
+    for (int64_t r = 0; r < n; ++r) {
+      ASSERT_EQ(std::memcmp(sums[r].data_ptr(), want_sum.data_ptr(), len * sizeof(float)), 0)
+          << "rep " << rep << " rank " << r;
+      ASSERT_EQ(std::memcmp(means[r].data_ptr(), want_mean.data_ptr(), len * sizeof(float)), 0)
+          << "rep " << rep << " rank " << r;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Abort
+
+TEST(InProcessGroup, AbortReleasesRanksBlockedInAllReduceWithCommAborted) {
+  auto group = make_group(4);
+  std::vector<std::future<void>> blocked;
+  for (int64_t r = 1; r < 4; ++r) {
+    blocked.push_back(spawn([group, r] {
+      at::Tensor t = at::ones({8}, at::kFloat);
+      group->rank(r).all_reduce(t, ReduceOp::Sum, "grad");  // rank 0 never comes
+    }));
+  }
+  // The three collective waiters must stay parked until abort().
+  std::this_thread::sleep_for(50ms);
+  for (auto& f : blocked) EXPECT_EQ(f.wait_for(0s), std::future_status::timeout);
+  EXPECT_FALSE(group->aborted());
+
+  group->abort("worker 0 failed");
+  EXPECT_TRUE(group->aborted());
+  for (auto& f : blocked) {
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready) << "a rank stayed blocked after abort()";
+    try {
+      f.get();
+      ADD_FAILURE() << "all_reduce returned normally after abort()";
+    } catch (const CommAborted& e) {
+      EXPECT_EQ(std::string(e.what()), "communication aborted: worker 0 failed");
+    }
+  }
+  // Entering any op after abort() throws at once.
+  at::Tensor t = at::ones({8}, at::kFloat);
+  EXPECT_THROW(group->rank(0).all_reduce(t, ReduceOp::Sum, "grad"), CommAborted);
+  EXPECT_THROW(group->rank(0).send(t, 1, "x"), CommAborted);
+  EXPECT_THROW(group->rank(0).barrier(), CommAborted);
+}
+
+TEST(InProcessGroup, AbortReleasesRankBlockedInRecv) {
+  auto group = make_group(2);
+  auto f = spawn([group] {
+    at::Tensor t = at::empty({4}, at::kFloat);
+    group->rank(1).recv(t, 0, "x");  // rank 0 never sends
+  });
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(f.wait_for(0s), std::future_status::timeout);
+  group->abort("stop");
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  EXPECT_THROW(f.get(), CommAborted);
+}
+
+TEST(InProcessGroup, DestroyingTheGroupReleasesARankBlockedInBarrier) {
+  auto group = std::make_unique<InProcessGroup>(2);
+  Communicator* c1 = &group->rank(1);
+  auto f = spawn([c1] {
+    c1->send(at::ones({1}, at::kFloat), 0, "ready");
+    c1->barrier();  // rank 0 never comes
+  });
+  at::Tensor ready = at::empty({1}, at::kFloat);
+  group->rank(0).recv(ready, 1, "ready");
+  std::this_thread::sleep_for(50ms);  // rank 1 is now parked in barrier()
+  EXPECT_EQ(f.wait_for(0s), std::future_status::timeout);
+  group.reset();  // returns only once rank 1 has left the group's state
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  try {
+    f.get();
+    ADD_FAILURE() << "barrier returned normally";
+  } catch (const CommAborted& e) {
+    EXPECT_NE(std::string(e.what()).find("destroyed"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Mismatches and validation
+
+void expect_invalid_in_every_rank(int64_t n, const std::function<void(Communicator&)>& fn,
+                                  const std::vector<std::string>& must_mention) {
+  auto group = make_group(n);
+  std::vector<std::string> messages(n);
+  run_ranks(group, [&](Communicator& c) {
+    try {
+      fn(c);
+    } catch (const std::invalid_argument& e) {
+      messages[c.rank()] = e.what();
+    }
+  });
+  for (int64_t r = 0; r < n; ++r) {
+    EXPECT_FALSE(messages[r].empty()) << "rank " << r << " did not throw";
+    for (const auto& word : must_mention) {
+      EXPECT_NE(messages[r].find(word), std::string::npos) << messages[r];
+    }
+  }
+  // The group stays usable after a detected mismatch.
+  run_ranks(group, [](Communicator& c) {
+    at::Tensor t = at::ones({3}, at::kLong);
+    c.all_reduce(t, ReduceOp::Sum, "after");
+    EXPECT_TRUE(at::equal(t, at::full({3}, c.size(), at::kLong)));
+  });
+}
+
+TEST(InProcessGroup, MismatchedShapesThrowInEveryRank) {
+  expect_invalid_in_every_rank(3, [](Communicator& c) {
+    at::Tensor t = at::ones({c.rank() == 2 ? 5 : 4}, at::kFloat);
+    c.all_reduce(t, ReduceOp::Sum, "grad");
+  }, {"rank 0", "rank 2", "4 elements", "5 elements"});
+  expect_invalid_in_every_rank(3, [](Communicator& c) {
+    at::Tensor t = at::ones({4}, c.rank() == 1 ? at::kDouble : at::kFloat);
+    c.broadcast(t, 0, "params");
+  }, {"broadcast", "rank 0", "rank 1", "Double"});
+  expect_invalid_in_every_rank(2, [](Communicator& c) {
+    at::Tensor t = at::ones({4}, at::kFloat);
+    if (c.rank() == 0) {
+      c.all_reduce(t, ReduceOp::Sum, "grad");
+    } else {
+      c.broadcast(t, 0, "grad");
+    }
+  }, {"all_reduce", "broadcast", "rank 1"});
+  expect_invalid_in_every_rank(2, [](Communicator& c) {
+    std::vector<at::Tensor> out;
+    c.all_gather(at::ones({2}, c.rank() == 0 ? at::kFloat : at::kLong), out, "g");
+  }, {"all_gather", "rank 1"});
+}
+
+TEST(InProcessGroup, PointToPointShapeMismatchThrowsInReceiver) {
+  auto group = make_group(2);
+  run_ranks(group, [](Communicator& c) {
+    if (c.rank() == 0) {
+      c.send(at::ones({3}, at::kFloat), 1, "x");
+    } else {
+      at::Tensor t = at::empty({4}, at::kFloat);
+      EXPECT_THROW(c.recv(t, 0, "x"), std::invalid_argument);
+    }
+  });
+}
+
+TEST(InProcessGroup, InvalidArgumentsThrowBeforeAnythingIsRecorded) {
+  EXPECT_THROW(InProcessGroup(0), std::invalid_argument);
+  auto group = make_group(2);
+  EXPECT_THROW(group->rank(2), std::invalid_argument);
+  Communicator& c = group->rank(0);
+  at::Tensor t = at::ones({4}, at::kFloat);
+  at::Tensor u = at::empty({4}, at::kFloat);
+  EXPECT_THROW(c.exchange(t, u, 0, "x"), std::invalid_argument);   // self
+  EXPECT_THROW(c.exchange(t, u, 2, "x"), std::invalid_argument);   // out of range
+  at::Tensor wrong = at::empty({5}, at::kFloat);
+  EXPECT_THROW(c.exchange(t, wrong, 1, "x"), std::invalid_argument);  // shape differs
+  EXPECT_THROW(c.send(t, -1, "x"), std::invalid_argument);
+  EXPECT_THROW(c.send(t, 0, "x"), std::invalid_argument);
+  EXPECT_THROW(c.recv(t, 7, "x"), std::invalid_argument);
+  EXPECT_THROW(c.broadcast(t, 2, "x"), std::invalid_argument);
+  at::Tensor undefined;
+  EXPECT_THROW(c.all_reduce(undefined, ReduceOp::Sum, "x"), std::invalid_argument);
+  EXPECT_EQ(c.ledger().ops(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Simulated time
+
+// Two 4000 B/s links, no latency: a ring all-reduce of 1000 float32 between
+// two ranks moves 2(N-1)/N * S = 4000 bytes per link = exactly 1 s.
+NetworkModel two_links(double jitter = 0) {
+  return NetworkModel({Link{4000, 0}, Link{4000, 0}}, CollectiveAlgo::Ring, 0, jitter, 7);
+}
+
+TEST(SimulatedTime, BlockingAllReduceEndsAtLastArrivalPlusNetworkTime) {
+  const NetworkModel net = two_links();
+  ASSERT_DOUBLE_EQ(net.collective_seconds(CommOp::AllReduce, 4000, 0), 1.0);
+  auto group = make_group(2);
+  VirtualClock clocks[2];
+  clocks[0].advance_compute(1.0);
+  clocks[1].advance_compute(1.5);
+  run_ranks(group, [&](Communicator& c) {
+    c.attach_clock(&clocks[c.rank()], &net);
+    at::Tensor t = at::ones({1000}, at::kFloat);
+    c.all_reduce(t, ReduceOp::Sum, "grad");
+    EXPECT_DOUBLE_EQ(c.ledger().entries().at(0).network_seconds, 1.0);
+  });
+  EXPECT_DOUBLE_EQ(clocks[0].now(), 2.5);
+  EXPECT_DOUBLE_EQ(clocks[1].now(), 2.5);
+  EXPECT_DOUBLE_EQ(clocks[0].blocked_seconds(), 1.5);
+  EXPECT_DOUBLE_EQ(clocks[1].blocked_seconds(), 1.0);
+}
+
+TEST(SimulatedTime, AsyncAllReduceChargesOnlyTheUnhiddenPartOnWait) {
+  const NetworkModel net = two_links();
+  auto group = make_group(2);
+  VirtualClock clocks[2];
+  clocks[0].advance_compute(1.0);
+  clocks[1].advance_compute(1.5);
+  run_ranks(group, [&](Communicator& c) {
+    VirtualClock& clock = clocks[c.rank()];
+    c.attach_clock(&clock, &net);
+    at::Tensor t = at::ones({1000}, at::kFloat);
+    Work w = c.all_reduce_async(t, ReduceOp::Sum, "grad");
+    EXPECT_TRUE(w.pending());
+    EXPECT_EQ(clock.blocked_seconds(), 0.0) << "nothing charged before wait()";
+    clock.advance_compute(0.6);
+    w.wait();
+    EXPECT_FALSE(w.pending());
+    w.wait();  // second wait is a no-op
+    EXPECT_TRUE(at::equal(t, at::full({1000}, 2.0f)));
+  });
+  // Completion at 2.5; compute reached 1.6 and 2.1.
+  EXPECT_DOUBLE_EQ(clocks[0].now(), 2.5);
+  EXPECT_DOUBLE_EQ(clocks[1].now(), 2.5);
+  EXPECT_NEAR(clocks[0].blocked_seconds(), 0.9, 1e-12);
+  EXPECT_NEAR(clocks[1].blocked_seconds(), 0.4, 1e-12);
+}
+
+TEST(SimulatedTime, PointToPointAndGatherCompleteAtTheirParticipantsTimes) {
+  const NetworkModel net = two_links();
+  auto group = make_group(2);
+  VirtualClock clocks[2];
+  clocks[0].advance_compute(1.0);
+  clocks[1].advance_compute(3.0);
+  run_ranks(group, [&](Communicator& c) {
+    c.attach_clock(&clocks[c.rank()], &net);
+    const int64_t r = c.rank();
+    // Exchange of 4000 bytes: alpha + S/beta = 1 s after the later arrival (3).
+    at::Tensor got = at::empty({1000}, at::kFloat);
+    c.exchange(at::ones({1000}, at::kFloat), got, 1 - r, "pair");
+    EXPECT_DOUBLE_EQ(clocks[r].now(), 4.0);
+    // Send is buffered: the sender finishes at its arrival + 1 s; the
+    // receiver (idle until 5.5) at max(sender arrival, own arrival) + 1 s.
+    if (r == 0) {
+      c.send(at::ones({1000}, at::kFloat), 1, "x");
+      EXPECT_DOUBLE_EQ(clocks[r].now(), 5.0);
+    } else {
+      clocks[r].advance_compute(1.5);
+      c.recv(got, 0, "x");
+      EXPECT_DOUBLE_EQ(clocks[r].now(), 6.5);
+    }
+    // Variable-size gather (1000 and 2000 float32): (N-1) * S_max / beta = 2 s
+    // after the later arrival (6.5).
+    std::vector<at::Tensor> out;
+    c.all_gather(at::ones({1000 * (r + 1)}, at::kFloat), out, "g");
+    EXPECT_DOUBLE_EQ(c.ledger().entries().back().network_seconds, 2.0);
+    EXPECT_DOUBLE_EQ(clocks[r].now(), 8.5);
+  });
+}
+
+TEST(SimulatedTime, JitteredOpsCostTheSameOnEveryRank) {
+  const NetworkModel net = two_links(/*jitter=*/0.25);
+  auto group = make_group(2);
+  VirtualClock clocks[2];
+  run_ranks(group, [&](Communicator& c) {
+    c.attach_clock(&clocks[c.rank()], &net);
+    at::Tensor t = at::ones({1000}, at::kFloat);
+    for (int i = 0; i < 5; ++i) {
+      c.all_reduce(t, ReduceOp::Sum, "grad");
+      c.barrier();
+    }
+  });
+  EXPECT_EQ(clocks[0].now(), clocks[1].now());
+  EXPECT_GT(clocks[0].now(), 5.0);  // 5 all-reduces of >= 1 s
+}
+
+}  // namespace
+}  // namespace atl
