@@ -267,14 +267,31 @@ TEST(ReadBrownDocuments, ReadsOnlyCorpusFilesInNameOrder) {
 
 TEST(ReadTextDocuments, SplitsOnBlankLinesAndNormalisesBlanks) {
   TempDir dir;
-  write_raw(dir / "t.txt", "\n a  b\t\tc  \nline two\r\n\n \t\n\n\nsecond   doc\n");
+  std::string text = "\n a  b\t\tc  \nline two\r\n\n \t\n\n\nsecond   doc\n";
+  for (int i = 0; i < 20; ++i) text += "\nmore " + std::to_string(i) + "\n";
+  write_raw(dir / "t.txt", text);
   const auto docs = read_text_documents(dir / "t.txt");
-  ASSERT_EQ(docs.size(), 2u);
+  ASSERT_EQ(docs.size(), 22u);
   EXPECT_EQ(docs[0], " a b c\nline two");
   EXPECT_EQ(docs[1], "second doc");
+  EXPECT_EQ(docs[21], "more 19");
   EXPECT_THROW(read_text_documents(dir / "missing.txt"), std::runtime_error);
   write_raw(dir / "empty.txt", "\n \n");
   EXPECT_THROW(read_text_documents(dir / "empty.txt"), std::runtime_error);
+}
+
+TEST(ReadTextDocuments, AFileWithFewParagraphsIsCutIntoTwentyDocumentsAtWordBoundaries) {
+  TempDir dir;
+  std::string text, expected;
+  for (int i = 0; i < 100; ++i) text += (i ? " w" : "w") + std::to_string(i);
+  write_raw(dir / "one.txt", text + "\n");
+  const auto docs = read_text_documents(dir / "one.txt");
+  ASSERT_EQ(docs.size(), 20u);
+  std::string joined;
+  for (const auto& d : docs) joined += (joined.empty() ? "" : " ") + d;
+  EXPECT_EQ(joined, text);  // nothing lost, no word split
+  write_raw(dir / "short.txt", "only a few words\n");
+  EXPECT_THROW(read_text_documents(dir / "short.txt"), std::runtime_error);
 }
 
 TEST(UnigramEntropy, IsLnKForKEquallyFrequentTokensAndZeroForOne) {

@@ -11,6 +11,7 @@
 #include "atoll/config.h"
 #include "atoll/data.h"
 #include "atoll/net.h"
+#include "atoll/report.h"
 #include "atoll/train.h"
 
 namespace {
@@ -181,8 +182,16 @@ int main(int argc, char** argv) {
   cost->add_option("--steps", q.steps, "inner steps in the run")->capture_default_str();
   cost->add_option("--step-time", q.step_seconds, "compute seconds per inner step")->capture_default_str();
 
+  std::vector<std::string> compare_dirs;
+  auto* compare = app.add_subcommand("compare", "compare finished run folders in a Markdown table");
+  compare->add_option("runs", compare_dirs, "run folders; ratios are against the first")->required();
+
   try {
     app.parse(argc, argv);
+    if (compare->parsed()) {
+      std::cout << atl::compare_runs(compare_dirs);
+      return 0;
+    }
     if (train->parsed()) return cmd_train(train->remaining(), false);
     if (config_cmd->parsed()) return cmd_train(config_cmd->remaining(), true);
     if (p_brown->parsed()) {

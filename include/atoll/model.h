@@ -31,8 +31,7 @@ class Model : public torch::nn::Module {
 // multi-head self-attention, GELU MLP of width 4C), final LayerNorm, head
 // tied to the token embedding. GPT-2 init: N(0, 0.02), residual projections
 // N(0, 0.02 / sqrt(2 n_layer)), biases zero.
-// Parameter count: V*C + T*C + L*(12*C*C + (bias ? 13*C : 4*C)... see
-// gpt_param_count(), which the tests check against the module.
+// Parameter count: V*C + T*C + L*(12*C*C + (bias ? 13*C : 2*C)) + (bias ? 2*C : C).
 int64_t gpt_param_count(const ModelConfig& cfg, int64_t vocab_size);
 
 // Builds the model named by cfg.kind; the RNG seed decides initialisation.

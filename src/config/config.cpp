@@ -2,7 +2,9 @@
 
 #include <toml++/toml.h>
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <set>
@@ -36,8 +38,16 @@ std::string quote(const std::string& s) {
   std::ostringstream o;
   o << '"';
   for (char c : s) {
-    if (c == '"' || c == '\\') o << '\\';
-    o << c;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      o << '\\' << c;
+    } else if (u < 0x20 || u == 0x7f) {  // TOML forbids raw control characters in strings
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", unsigned(u));
+      o << buf;
+    } else {
+      o << c;
+    }
   }
   o << '"';
   return o.str();
@@ -195,6 +205,8 @@ bool assign_node(FieldRef& f, const toml::node& node, std::string& why) {
 bool assign_text(FieldRef& f, const std::string& text, std::string& why) {
   try {
     size_t used = 0;
+    if ((f.i || f.d) && (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))))
+      throw std::invalid_argument("blank");
     if (f.i) {
       long long v = std::stoll(text, &used);
       if (used != text.size()) throw std::invalid_argument("trailing");
@@ -412,8 +424,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     apply_toml(cfg, ss.str(), path, errors);
   }
   apply_overrides(cfg, overrides, errors);
+  // Report parse and value problems together, so one run of the command
+  // shows everything to fix.
+  for (auto& e : validate(cfg)) errors.push_back(std::move(e));
   throw_if_errors(errors);
-  throw_if_errors(validate(cfg));
   return cfg;
 }
 

@@ -1,0 +1,70 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "atoll/report.h"
+
+namespace atl {
+namespace {
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("'" + path.parent_path().string() + "' is not a finished run (no summary.json)");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("'" + path.string() + "' is not valid JSON: " + e.what());
+  }
+}
+
+// The strategy line of the start event in metrics.jsonl.
+nlohmann::json start_event(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto e = nlohmann::json::parse(line, nullptr, false);
+    if (!e.is_discarded() && e.value("event", "") == "start") return e;
+  }
+  return nlohmann::json::object();
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string compare_runs(const std::vector<std::string>& run_dirs) {
+  if (run_dirs.empty()) throw std::invalid_argument("compare needs at least one run folder");
+  std::ostringstream o;
+  o << "| run | strategy | N | steps | global batch tokens | final val loss | vs first | sent/worker (MB) | "
+       "bytes vs first | sim time (s) | utilisation |\n";
+  o << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  double base_loss = 0, base_bytes = 0;
+  for (size_t i = 0; i < run_dirs.size(); ++i) {
+    const std::filesystem::path dir(run_dirs[i]);
+    const auto s = read_json(dir / "summary.json");
+    const auto start = start_event(dir);
+    const double loss = s.at("final_val_loss").get<double>();
+    const double bytes = s.at("bytes_sent_per_worker").get<double>();
+    if (i == 0) {
+      base_loss = loss;
+      base_bytes = bytes;
+    }
+    o << "| " << dir.filename().string() << " | " << start.value("strategy", "?") << " | "
+      << s.value("workers", 0) << " | " << s.value("steps", 0) << " | " << start.value("global_batch_tokens", 0)
+      << " | " << fmt("%.4f", loss) << " | " << fmt("%+.2f%%", 100.0 * (loss / base_loss - 1)) << " | "
+      << fmt("%.2f", bytes / 1e6) << " | "
+      << (base_bytes > 0 ? fmt("%.4gx", bytes / base_bytes) : (bytes > 0 ? std::string("-") : std::string("0")))
+      << " | " << fmt("%.1f", s.value("sim_time_s", 0.0)) << " | "
+      << fmt("%.1f%%", 100.0 * s.value("compute_utilisation", 1.0)) << " |\n";
+  }
+  return o.str();
+}
+
+}  // namespace atl

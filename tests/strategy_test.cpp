@@ -1,0 +1,197 @@
+// Strategy equivalences (float64) and bitwise identities, run on real
+// threads over an InProcessGroup exactly as simulate() drives them.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <exception>
+#include <functional>
+#include <thread>
+
+#include "atoll/comm.h"
+#include "atoll/strategy.h"
+
+namespace atl {
+namespace {
+
+// A least-squares problem per worker: loss = mean((x W + b - y)^2) on a batch
+// drawn from (data_seed, step). Small enough to be exact in float64.
+struct Worker {
+  std::vector<at::Tensor> params;
+  Worker(at::ScalarType dtype) {
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(7);
+    params.push_back(at::randn({5, 3}, gen, at::TensorOptions(dtype)).requires_grad_());
+    params.push_back(at::randn({3}, gen, at::TensorOptions(dtype)).requires_grad_());
+  }
+  void backward(uint64_t data_seed, int64_t step) {
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(data_seed * 1000003u + uint64_t(step));
+    auto opts = at::TensorOptions(params[0].scalar_type());
+    at::Tensor x = at::randn({8, 5}, gen, opts), y = at::randn({8, 3}, gen, opts);
+    at::Tensor loss = (at::matmul(x, params[0]) + params[1] - y).pow(2).mean();
+    loss.backward();
+  }
+};
+
+Config base_config(const std::string& strategy, const std::string& inner) {
+  Config cfg;
+  cfg.strategy.name = strategy;
+  cfg.optim.name = inner;
+  cfg.optim.grad_clip = 0;  // DDP clips the mean gradient, DiLoCo each worker's: turn off to compare
+  return cfg;
+}
+
+// Runs `steps` steps of `cfg`'s strategy on n threads; worker w reads data
+// stream data_seed(w). Returns every worker's final parameters.
+std::vector<std::vector<at::Tensor>> run(const Config& cfg, int64_t n, int64_t steps, double lr,
+                                         const std::function<uint64_t(int64_t)>& data_seed,
+                                         at::ScalarType dtype = at::kDouble) {
+  InProcessGroup group(n);
+  std::vector<Worker> workers(n, Worker(dtype));
+  for (auto& w : workers)
+    for (auto& p : w.params) p = p.detach().clone().requires_grad_();
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (int64_t r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto strategy = make_strategy(cfg, workers[r].params, group.rank(r));
+        for (int64_t t = 0; t < steps; ++t) {
+          workers[r].backward(data_seed(r), t);
+          strategy->step(t, lr);
+        }
+      } catch (...) {
+        errors[r] = std::current_exception();
+        group.abort("test worker failed");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<std::vector<at::Tensor>> out;
+  for (auto& w : workers) out.push_back(w.params);
+  return out;
+}
+
+double max_abs_diff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, (a[i] - b[i]).abs().max().item<double>());
+  return m;
+}
+
+bool bitwise_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!at::equal(a[i], b[i])) return false;
+  return true;
+}
+
+uint64_t own_data(int64_t w) { return 11 + uint64_t(w); }
+uint64_t shared_data(int64_t) { return 11; }
+
+TEST(Strategy, DiLoCoWithH1OuterLr1NoMomentumEqualsDdpWithSameInnerSgd) {
+  Config diloco = base_config("diloco", "sgd");
+  diloco.diloco.inner_steps = 1;
+  diloco.diloco.outer_lr = 1.0;
+  diloco.diloco.outer_momentum = 0.0;
+  auto a = run(diloco, 4, 25, 0.05, own_data);
+  auto b = run(base_config("ddp", "sgd"), 4, 25, 0.05, own_data);
+  EXPECT_LT(max_abs_diff(a[0], b[0]), 1e-12);
+  EXPECT_GT(max_abs_diff(a[0], Worker(at::kDouble).params), 1e-3);  // training moved the weights
+}
+
+TEST(Strategy, DiLoCoWithOuterLr1NoMomentumEqualsLocalSgdForAnyH) {
+  for (int64_t h : {1, 3, 7}) {
+    Config diloco = base_config("diloco", "adamw");
+    diloco.diloco.inner_steps = h;
+    diloco.diloco.outer_lr = 1.0;
+    diloco.diloco.outer_momentum = 0.0;
+    Config local = base_config("localsgd", "adamw");
+    local.diloco.inner_steps = h;
+    auto a = run(diloco, 3, 21, 0.01, own_data);
+    auto b = run(local, 3, 21, 0.01, own_data);
+    for (int w = 0; w < 3; ++w) EXPECT_LT(max_abs_diff(a[w], b[w]), 1e-12) << "H = " << h << ", worker " << w;
+  }
+}
+
+TEST(Strategy, TwoIdenticalWorkersEqualTheSingleWorkerRunBitwise) {
+  Config single = base_config("single", "adamw");
+  single.optim.grad_clip = 1.0;
+  auto one = run(single, 1, 20, 0.01, shared_data, at::kFloat);
+  for (const char* name : {"ddp", "localsgd", "diloco"}) {
+    Config cfg = base_config(name, "adamw");
+    cfg.optim.grad_clip = 1.0;
+    cfg.diloco.inner_steps = 4;
+    // DiLoCo's outer step is not the identity, so compare it with its own 1-worker run.
+    auto reference = std::string(name) == "diloco" ? run(cfg, 1, 20, 0.01, shared_data, at::kFloat) : one;
+    auto two = run(cfg, 2, 20, 0.01, shared_data, at::kFloat);
+    EXPECT_TRUE(bitwise_equal(two[0], reference[0])) << name;
+    EXPECT_TRUE(bitwise_equal(two[1], reference[0])) << name;
+  }
+}
+
+TEST(Strategy, DiLoCoKeepsWorkersApartBetweenSyncsAndIdenticalAtSyncs) {
+  Config cfg = base_config("diloco", "adamw");
+  cfg.diloco.inner_steps = 5;
+  auto at_sync = run(cfg, 3, 10, 0.01, own_data);
+  EXPECT_TRUE(bitwise_equal(at_sync[0], at_sync[1]));
+  EXPECT_TRUE(bitwise_equal(at_sync[0], at_sync[2]));
+  auto between = run(cfg, 3, 12, 0.01, own_data);
+  EXPECT_FALSE(bitwise_equal(between[0], between[1]));
+}
+
+TEST(Strategy, DiLoCoOuterNesterovStepMatchesTheFormulaByHand) {
+  // One worker, inner SGD, H = 1: Delta_r = lr * g_r. Check two rounds of
+  // buf <- mu buf + Delta; theta <- theta - lr_out (Delta + mu buf).
+  Config cfg = base_config("diloco", "sgd");
+  cfg.diloco.inner_steps = 1;
+  cfg.diloco.outer_lr = 0.7;
+  cfg.diloco.outer_momentum = 0.9;
+  auto got = run(cfg, 1, 2, 0.1, shared_data);
+
+  Worker w(at::kDouble);
+  std::vector<at::Tensor> theta, buf;
+  for (auto& p : w.params) {
+    theta.push_back(p.detach().clone());
+    buf.push_back(at::zeros_like(p));
+  }
+  for (int64_t t = 0; t < 2; ++t) {
+    for (size_t i = 0; i < theta.size(); ++i) w.params[i] = theta[i].clone().requires_grad_();
+    w.backward(shared_data(0), t);
+    for (size_t i = 0; i < theta.size(); ++i) {
+      at::Tensor delta = 0.1 * w.params[i].grad();
+      buf[i] = 0.9 * buf[i] + delta;
+      theta[i] = theta[i] - 0.7 * (delta + 0.9 * buf[i]);
+    }
+  }
+  EXPECT_LT(max_abs_diff(got[0], theta), 1e-12);
+}
+
+TEST(Strategy, DdpSendsOneGradientAllReducePerStepAndDiLoCoOnePerRound) {
+  // Ledger counts: DDP one "grad" op per step; DiLoCo one "pseudo-grad" per H steps.
+  for (const char* name : {"ddp", "diloco"}) {
+    Config cfg = base_config(name, "adamw");
+    cfg.diloco.inner_steps = 4;
+    InProcessGroup group(2);
+    std::vector<Worker> workers(2, Worker(at::kDouble));
+    for (auto& w : workers)
+      for (auto& p : w.params) p = p.detach().clone().requires_grad_();
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        auto s = make_strategy(cfg, workers[r].params, group.rank(r));
+        for (int t = 0; t < 12; ++t) {
+          workers[r].backward(own_data(r), t);
+          s->step(t, 0.01);
+        }
+      });
+    for (auto& t : threads) t.join();
+    const Ledger& l = group.rank(0).ledger();
+    const double payload = 18 * 8;  // 5*3 + 3 float64 values
+    const bool ddp = std::string(name) == "ddp";
+    EXPECT_EQ(l.ops(), ddp ? 12 : 3) << name;
+    EXPECT_DOUBLE_EQ(l.total_sent(), (ddp ? 12 : 3) * payload) << name;  // ring, N=2: 2(N-1)/N*S = S
+    EXPECT_EQ(l.sent_by_tag().count(ddp ? "grad" : "pseudo-grad"), 1u) << name;
+  }
+}
+
+}  // namespace
+}  // namespace atl

@@ -1,0 +1,188 @@
+// The simulate driver end to end on generated text: determinism, run
+// folders, metrics, byte counts and error handling.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "atoll/data.h"
+#include "atoll/train.h"
+
+namespace atl {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A small prepared text data set (generated, deterministic), made once.
+const std::string& tiny_text_dir() {
+  static const std::string dir = [] {
+    const fs::path out = fs::temp_directory_path() / ("atoll_train_test_" + std::to_string(::getpid()));
+    const char* words[] = {"the", "island", "sends", "a", "small", "update", "over", "slow", "links",
+                           "and", "every", "worker", "learns", "from", "its", "shard", "quickly"};
+    uint64_t state = 42;
+    std::vector<std::string> docs;
+    for (int d = 0; d < 40; ++d) {
+      std::string doc;
+      for (int w = 0; w < 120; ++w) doc += std::string(w ? " " : "") + words[splitmix64(state) % 17];
+      docs.push_back(doc + ".");
+    }
+    prepare_documents(docs, "char", out.string(), "generated");
+    return out.string();
+  }();
+  return dir;
+}
+
+Config tiny_config(const std::string& strategy, int64_t workers) {
+  Config cfg;
+  cfg.data.dataset = "text";
+  cfg.data.dir = tiny_text_dir();
+  cfg.model.n_layer = 1;
+  cfg.model.n_head = 2;
+  cfg.model.n_embd = 16;
+  cfg.model.block_size = 16;
+  cfg.optim.warmup_steps = 2;
+  cfg.train.steps = 20;
+  cfg.train.batch_size = 4;
+  cfg.train.eval_every = 10;
+  cfg.train.eval_batches = 2;
+  cfg.train.log_every = 5;
+  cfg.strategy.name = strategy;
+  cfg.strategy.workers = workers;
+  cfg.diloco.inner_steps = 5;
+  cfg.run.progress = false;
+  return cfg;
+}
+
+// The values that must not depend on timing: losses and byte counts.
+std::vector<double> trajectory(const RunSummary& s) {
+  std::vector<double> out;
+  for (const auto& line : s.events) {
+    auto e = nlohmann::json::parse(line);
+    for (const char* key : {"loss", "val_loss", "bytes_sent_per_worker"})
+      if (e.contains(key)) out.push_back(e[key].get<double>());
+  }
+  return out;
+}
+
+TEST(Train, SameSeedGivesBitwiseIdenticalSimulationsWhateverTheThreadTiming) {
+  for (const char* strategy : {"ddp", "diloco", "localsgd"}) {
+    Config cfg = tiny_config(strategy, 3);
+    auto a = trajectory(simulate(cfg));
+    auto b = trajectory(simulate(cfg));
+    ASSERT_FALSE(a.empty());
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << strategy << " value " << i;
+  }
+}
+
+TEST(Train, DifferentSeedsGiveDifferentRuns) {
+  Config a = tiny_config("single", 1), b = a;
+  b.run.seed = a.run.seed + 1;
+  EXPECT_NE(trajectory(simulate(a)), trajectory(simulate(b)));
+}
+
+TEST(Train, SingleWorkerRunLowersTheValidationLoss) {
+  Config cfg = tiny_config("single", 1);
+  cfg.train.steps = 60;
+  cfg.optim.lr = 1e-2;
+  RunSummary s = simulate(cfg);
+  double first_val = -1;
+  for (const auto& line : s.events) {
+    auto e = nlohmann::json::parse(line);
+    if (e["event"] == "eval" && first_val < 0) first_val = e["val_loss"].get<double>();
+  }
+  EXPECT_LT(s.final_val_loss, first_val - 0.5) << "first evaluation " << first_val;
+}
+
+TEST(Train, LedgerBytesMatchTheRingFormulaForDdpAndDiLoCo) {
+  for (const char* strategy : {"ddp", "diloco"}) {
+    Config cfg = tiny_config(strategy, 4);
+    RunSummary s = simulate(cfg);
+    const double payload = 4.0 * double(s.params);          // fp32 values
+    const double per_op = 2.0 * 3.0 / 4.0 * payload;         // 2(N-1)/N * S
+    const double ops = std::string(strategy) == "ddp" ? 20 : 20 / 5;
+    EXPECT_DOUBLE_EQ(s.bytes_sent_per_worker, ops * per_op) << strategy;
+  }
+}
+
+TEST(Train, RunFolderHoldsConfigMetricsAndSummaryAndIsNeverOverwrittenUnasked) {
+  Config cfg = tiny_config("single", 1);
+  cfg.run.out_dir = (fs::temp_directory_path() / ("atoll_runs_" + std::to_string(::getpid()))).string();
+  cfg.run.name = "r";
+  cfg.train.steps = 10;
+  RunSummary s = train(cfg);
+  const fs::path dir = s.run_dir;
+  for (const char* f : {"config.toml", "metrics.jsonl", "metrics.csv", "summary.json"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  // metrics.jsonl: one JSON object per line, starting with "start" and ending with "end".
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line, first, last;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    auto e = nlohmann::json::parse(line);
+    if (lines++ == 0) first = e["event"];
+    last = e["event"];
+  }
+  EXPECT_EQ(first, "start");
+  EXPECT_EQ(last, "end");
+  const auto before = fs::last_write_time(dir / "metrics.jsonl");
+  EXPECT_THROW(
+      {
+        try {
+          train(cfg);
+        } catch (const std::runtime_error& e) {
+          EXPECT_NE(std::string(e.what()).find("already exists"), std::string::npos);
+          throw;
+        }
+      },
+      std::runtime_error);
+  EXPECT_EQ(fs::last_write_time(dir / "metrics.jsonl"), before);
+  cfg.run.overwrite = true;
+  EXPECT_NO_THROW(train(cfg));
+  fs::remove_all(cfg.run.out_dir);
+}
+
+TEST(Train, AFailingWorkerEndsTheSimulationWithItsErrorInsteadOfHanging) {
+  Config cfg = tiny_config("ddp", 4);
+  cfg.optim.lr = 1e30;  // the loss becomes non-finite within a few steps
+  cfg.optim.warmup_steps = 0;
+  cfg.optim.grad_clip = 0;
+  auto result = std::async(std::launch::async, [cfg] {
+    try {
+      simulate(cfg);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  });
+  ASSERT_EQ(result.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  EXPECT_NE(result.get().find("loss is"), std::string::npos);
+}
+
+TEST(Train, MissingDataFolderIsAClearError) {
+  Config cfg = tiny_config("single", 1);
+  cfg.data.dir = "/nonexistent/atoll/data";
+  try {
+    simulate(cfg);
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("scripts/setup"), std::string::npos);
+  }
+}
+
+TEST(Train, LearningRateWarmsUpLinearlyThenDecaysToTheFloor) {
+  OptimConfig o;
+  o.lr = 1.0;
+  o.min_lr = 0.1;
+  o.warmup_steps = 10;
+  EXPECT_DOUBLE_EQ(learning_rate(o, 0, 110), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate(o, 9, 110), 1.0);
+  EXPECT_NEAR(learning_rate(o, 60, 110), 0.55, 1e-12);  // halfway through the cosine
+  EXPECT_NEAR(learning_rate(o, 110, 110), 0.1, 1e-12);
+}
+
+}  // namespace
+}  // namespace atl
