@@ -205,6 +205,11 @@ class Simulation {
       e["lr"] = learning_rate(cfg_.optim, step - 1, cfg_.train.steps);
       e["tokens_per_s"] = tokens_per_s;
       e["model_flops_per_s"] = tokens_per_s * flops_per_token_;
+      // Per-worker bytes per step over this log window (the cumulative figure is in `common`).
+      e["bytes_sent_per_worker_per_step"] =
+          (sent / n - logged_sent_) / double(std::max<int64_t>(1, step - logged_step_));
+      logged_sent_ = sent / n;
+      logged_step_ = step;
       log_.write(e);
       last_train_loss_ = loss;
       info.loss = loss;
@@ -325,6 +330,8 @@ class Simulation {
   int64_t tokens_per_step_ = 0;
   Clock::time_point start_;
   double eval_wall_ = 0;
+  double logged_sent_ = 0;  // per-worker bytes sent at the previous train event
+  int64_t logged_step_ = 0;
   double last_train_loss_ = 0, last_val_loss_ = -1;
   RunSummary summary_;
   std::mutex error_mutex_;
