@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "atoll/config.h"
@@ -54,10 +55,17 @@ int main(int argc, char** argv) {
     model->loss(x, y).backward();
     strategy->step(t, cfg.optim.lr);
   };
-  for (int t = 0; t < 3; ++t) step(t);
-  auto t0 = Clock::now();
-  for (int t = 0; t < steps; ++t) step(t);
-  const double secs = since(t0);
+  // Run the steps on a worker thread, as simulate() does: the allocator and
+  // thread pools behave differently off the main thread.
+  double secs = 0;
+  std::thread worker([&] {
+    atl::set_compute_threads(atl::threads_per_worker(cfg.run.threads, 1));
+    for (int t = 0; t < 3; ++t) step(t);
+    auto t0 = Clock::now();
+    for (int t = 0; t < steps; ++t) step(t);
+    secs = since(t0);
+  });
+  worker.join();
   const double tok_s = double(steps * B * T) / secs;
   const double flops = tok_s * model->flops_per_token();
   std::printf("default GPT (%lld params, batch %lld x %lld): %.0f tokens/s, %.1f GFLOP/s model FLOPs, %.1f ms/step\n",

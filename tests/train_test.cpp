@@ -173,6 +173,32 @@ TEST(Train, MissingDataFolderIsAClearError) {
   }
 }
 
+// With modelled compute the clock is exact: each step costs c = 6-rule FLOPs /
+// (device FLOP/s x MFU) times the worker's speed factor, and each blocking
+// ring all-reduce costs 2(N-1)/N * S / beta after the slowest worker arrives.
+TEST(Train, FlopsModeSimulatedTimeIsStragglerComputePlusBlockingCommunication) {
+  for (const char* strategy : {"ddp", "diloco"}) {
+    Config cfg = tiny_config(strategy, 2);
+    cfg.network.compute_time = "flops";
+    cfg.network.device_flops = 1e9;
+    cfg.network.mfu = 0.5;
+    cfg.network.bandwidth = "8Mbit/s";  // 1e6 bytes/s
+    cfg.network.speed_factors = "1,2";  // worker 1 is a straggler at half speed
+    RunSummary s = simulate(cfg);
+    nlohmann::json start = nlohmann::json::parse(s.events.front());
+    const double c = start["flops_per_token"].get<double>() * start["tokens_per_step_per_worker"].get<double>() /
+                     (1e9 * 0.5);
+    const double comm = 4.0 * double(s.params) / 1e6;  // S / beta for N = 2
+    const bool ddp = std::string(strategy) == "ddp";
+    const double syncs = ddp ? 20 : 20 / 5;
+    const double expected = 20 * 2 * c + syncs * comm;
+    EXPECT_NEAR(s.sim_seconds, expected, 1e-9 * expected) << strategy;
+    // Worker 0 computes half the time of worker 1 and waits for it at every sync.
+    const double mean_compute = (20 * c + 20 * 2 * c) / 2;
+    EXPECT_NEAR(s.compute_utilisation, mean_compute / expected, 1e-9) << strategy;
+  }
+}
+
 TEST(Train, LearningRateWarmsUpLinearlyThenDecaysToTheFloor) {
   OptimConfig o;
   o.lr = 1.0;

@@ -53,4 +53,39 @@ class Rendezvous {
   std::condition_variable cv_;
 };
 
+// At most `n` workers compute (forward/backward) at once: with more worker
+// threads than cores, time-slicing them evicts each other's caches. Held only
+// around compute, never across communication, so it cannot deadlock a
+// collective. Thread-safety: all methods are safe from any thread.
+class ComputeSlots {
+ public:
+  explicit ComputeSlots(int64_t n) : free_(n) {}
+  // Holds one slot for its lifetime.
+  class Hold {
+   public:
+    explicit Hold(ComputeSlots& s) : slots_(s) { slots_.acquire(); }
+    ~Hold() { slots_.release(); }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    ComputeSlots& slots_;
+  };
+  void acquire() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return free_ > 0; });
+    --free_;
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++free_;
+    cv_.notify_one();
+  }
+
+ private:
+  int64_t free_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+};
+
 }  // namespace atl

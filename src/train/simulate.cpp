@@ -62,6 +62,7 @@ class Simulation {
         net_(NetworkModel::from_config(cfg.network, workers_, static_cast<uint64_t>(cfg.run.seed))),
         group_(workers_, parse_algorithm(cfg.network.algorithm)),
         rendezvous_(workers_),
+        compute_slots_(std::max<int64_t>(1, available_cores() / threads_per_worker(cfg.run.threads, workers_))),
         slots_(workers_) {
     speed_ = parse_number_list(cfg.network.speed_factors, 1.0);
     if (int64_t(speed_.size()) > workers_)
@@ -129,11 +130,16 @@ class Simulation {
     observe_at(w, 0);
     for (int64_t t = 0; t < cfg_.train.steps; ++t) {
       comm.set_step(t);
-      const double t0 = now();
-      Batch batch = stream->next(cfg_.train.batch_size);
-      at::Tensor loss = slot.model->loss(batch.first, batch.second);
-      loss.backward();
-      const double t1 = now();
+      double t0 = 0, t1 = 0;
+      at::Tensor loss;
+      {
+        ComputeSlots::Hold hold(compute_slots_);
+        t0 = now();
+        Batch batch = stream->next(cfg_.train.batch_size);
+        loss = slot.model->loss(batch.first, batch.second);
+        loss.backward();
+        t1 = now();
+      }
       slot.clock.advance_compute(speed_[w] * (flops_mode ? modelled_step : t1 - t0));
       strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
       if (!flops_mode) slot.clock.advance_compute(speed_[w] * std::max(0.0, now() - t1));
@@ -321,6 +327,7 @@ class Simulation {
   NetworkModel net_;
   InProcessGroup group_;
   Rendezvous rendezvous_;
+  ComputeSlots compute_slots_;
   std::vector<WorkerSlot> slots_;
   std::vector<double> speed_;
   int64_t threads_ = 1;
