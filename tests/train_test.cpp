@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -196,6 +197,42 @@ TEST(Train, FlopsModeSimulatedTimeIsStragglerComputePlusBlockingCommunication) {
     // Worker 0 computes half the time of worker 1 and waits for it at every sync.
     const double mean_compute = (20 * c + 20 * 2 * c) / 2;
     EXPECT_NEAR(s.compute_utilisation, mean_compute / expected, 1e-9) << strategy;
+  }
+}
+
+// Golden 20-step trajectories: the train and eval losses of each strategy on
+// the generated data, stored in tests/golden/. A change to any strategy's math
+// moves them; rewrite deliberately with ATOLL_UPDATE_GOLDEN=1. The tolerance
+// allows for BLAS kernels that round differently on another CPU.
+TEST(Train, GoldenTwentyStepTrajectoriesPerStrategyAreUnchanged) {
+  const bool update = std::getenv("ATOLL_UPDATE_GOLDEN") != nullptr;
+  for (const char* strategy : {"single", "ddp", "localsgd", "diloco"}) {
+    Config cfg = tiny_config(strategy, std::string(strategy) == "single" ? 1 : 3);
+    cfg.train.log_every = 1;
+    cfg.train.eval_every = 5;
+    nlohmann::json got = nlohmann::json::array();
+    for (const auto& line : simulate(cfg).events) {
+      auto e = nlohmann::json::parse(line);
+      if (e["event"] == "train") got.push_back({{"step", e["step"]}, {"loss", e["loss"]}});
+      if (e["event"] == "eval") got.push_back({{"step", e["step"]}, {"val_loss", e["val_loss"]}});
+    }
+    const fs::path path = fs::path(ATOLL_SOURCE_DIR) / "tests" / "golden" / (std::string(strategy) + ".json");
+    if (update) {
+      std::ofstream(path) << got.dump(1) << "\n";
+      continue;
+    }
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "missing " << path << "; create it with ATOLL_UPDATE_GOLDEN=1";
+    const nlohmann::json want = nlohmann::json::parse(in);
+    ASSERT_EQ(got.size(), want.size()) << strategy;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i]["step"], want[i]["step"]) << strategy << " entry " << i;
+      for (const char* key : {"loss", "val_loss"})
+        if (want[i].contains(key)) {
+          EXPECT_NEAR(got[i][key].get<double>(), want[i][key].get<double>(), 1e-4)
+              << strategy << " " << key << " at step " << want[i]["step"];
+        }
+    }
   }
 }
 
