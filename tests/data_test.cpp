@@ -16,30 +16,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_util.h"
+
 namespace fs = std::filesystem;
 using namespace atl;
 
 namespace {
 
-// A fresh temp folder per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("atoll_data_test_" + std::to_string(rd()) + "_" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using atl::testing::TempDir;
 
 void write_raw(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);

@@ -1,0 +1,42 @@
+// Helpers shared by the tests.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <system_error>
+
+namespace atl::testing {
+
+// A fresh temp folder per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("atoll_test_" + std::to_string(rd()) + "_" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string str() const { return path_.string(); }
+  std::string path(const std::string& name) const { return (path_ / name).string(); }
+  std::string operator/(const std::string& name) const { return path(name); }
+  // Writes `text` (bytes, unchanged) to `name` and returns its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    std::string p = path(name);
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace atl::testing
