@@ -34,10 +34,9 @@ struct RunConfig {
 };
 
 struct DataConfig {
-  std::string dataset = "brown";  // brown | text | bin | mnist
+  std::string dataset = "brown";  // brown | text | bin | mnist; the tokenizer is chosen by `atoll prepare`
   std::string dir = "";           // prepared data folder; "" = <data_root>/<dataset>
   std::string data_root = "data";
-  std::string tokenizer = "char"; // char | byte (text data sets); ignored for bin/mnist
   int64_t vocab_size = 0;         // bin data sets only: vocabulary size of train.bin/val.bin
   std::string shard = "iid";      // iid | noniid: how workers split the training data
 };
@@ -102,7 +101,6 @@ struct NetworkConfig {
   double device_flops = 1e12;          // flops mode: peak FLOP/s of one worker's device
   double mfu = 0.4;                    // flops mode: model FLOPs utilisation
   std::string speed_factors = "";      // per-worker compute-time multipliers, comma list (stragglers)
-  int64_t comm_bytes_per_element = 4;  // b: bytes per communicated element (fp32 = 4)
 };
 
 struct Config {

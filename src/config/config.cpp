@@ -99,10 +99,10 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("run.progress", c.run.progress, "live progress line when stdout is a terminal"),
       field("run.threads", c.run.threads, "intra-op threads in total (0 = all cores)"),
 
-      field("data.dataset", c.data.dataset, "brown | text | bin | mnist"),
+      field("data.dataset", c.data.dataset,
+            "brown | text | bin | mnist (text: a folder made by `atoll prepare`, tokenizer chosen there)"),
       field("data.dir", c.data.dir, "prepared data folder (\"\" = <data.data_root>/<data.dataset>)"),
       field("data.data_root", c.data.data_root, "where scripts/setup prepares the shipped data"),
-      field("data.tokenizer", c.data.tokenizer, "char | byte: tokenizer used when preparing text"),
       field("data.vocab_size", c.data.vocab_size, "bin data sets without meta.json: vocabulary size"),
       field("data.shard", c.data.shard, "iid | noniid: how workers split the training data"),
 
@@ -159,8 +159,6 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("network.mfu", c.network.mfu, "flops mode: model FLOPs utilisation in (0, 1]"),
       field("network.speed_factors", c.network.speed_factors,
             "per-worker compute-time multipliers, comma list (stragglers > 1)"),
-      field("network.comm_bytes_per_element", c.network.comm_bytes_per_element,
-            "b: bytes per communicated element (4 = fp32, 2 = bf16)"),
   };
   for (FieldRef& f : fields) fn(f);
 }
@@ -318,12 +316,11 @@ std::vector<std::string> validate(const Config& c) {
        "run.name must be a non-empty folder name without '/'");
   need(c.run.threads >= 0, "run.threads must be >= 0 (0 = all cores)");
   enum_check("data.dataset", c.data.dataset, {"brown", "text", "bin", "mnist"});
-  enum_check("data.tokenizer", c.data.tokenizer, {"char", "byte"});
   enum_check("data.shard", c.data.shard, {"iid", "noniid"});
   need(c.data.vocab_size >= 0 && c.data.vocab_size <= 65536,
        "data.vocab_size must be in [0, 65536] (uint16 token files)");
   need(c.data.dataset != "text" || !c.data.dir.empty(),
-       "data.dataset = 'text' needs data.dir: a folder made by `atoll prepare text FILE OUT`");
+       "data.dataset = 'text' needs data.dir: a folder made by `atoll prepare text FILE OUT` (or `atoll prepare brown ... --tokenizer byte`)");
   enum_check("model.kind", c.model.kind, {"gpt", "mlp", "cnn"});
   bool image_model = c.model.kind == "mlp" || c.model.kind == "cnn";
   need(image_model == (c.data.dataset == "mnist"),
@@ -365,8 +362,6 @@ std::vector<std::string> validate(const Config& c) {
   enum_check("network.compute_time", c.network.compute_time, {"measured", "flops"});
   need(c.network.device_flops > 0, "network.device_flops must be > 0");
   need(c.network.mfu > 0 && c.network.mfu <= 1, "network.mfu must be in (0, 1]");
-  need(c.network.comm_bytes_per_element >= 1 && c.network.comm_bytes_per_element <= 8,
-       "network.comm_bytes_per_element must be in [1, 8]");
   return e;
 }
 
@@ -389,7 +384,6 @@ name = "default"
 
 [data]
 dataset = "brown"
-tokenizer = "char"
 
 [model]
 kind = "gpt"
