@@ -11,16 +11,19 @@
 
 #include "atoll/data.h"
 #include "atoll/train.h"
+#include "test_util.h"
 
 namespace atl {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A small prepared text data set (generated, deterministic), made once.
+// A small prepared text data set (generated, deterministic), made once per
+// test process and removed when it exits.
 const std::string& tiny_text_dir() {
+  static const testing::TempDir folder;
   static const std::string dir = [] {
-    const fs::path out = fs::temp_directory_path() / ("atoll_train_test_" + std::to_string(::getpid()));
+    const fs::path out = folder.path("tiny_text");
     const char* words[] = {"the", "island", "sends", "a", "small", "update", "over", "slow", "links",
                            "and", "every", "worker", "learns", "from", "its", "shard", "quickly"};
     uint64_t state = 42;
@@ -111,7 +114,8 @@ TEST(Train, LedgerBytesMatchTheRingFormulaForDdpAndDiLoCo) {
 
 TEST(Train, RunFolderHoldsConfigMetricsAndSummaryAndIsNeverOverwrittenUnasked) {
   Config cfg = tiny_config("single", 1);
-  cfg.run.out_dir = (fs::temp_directory_path() / ("atoll_runs_" + std::to_string(::getpid()))).string();
+  testing::TempDir runs;
+  cfg.run.out_dir = runs.str();
   cfg.run.name = "r";
   cfg.train.steps = 10;
   RunSummary s = train(cfg);
@@ -143,7 +147,6 @@ TEST(Train, RunFolderHoldsConfigMetricsAndSummaryAndIsNeverOverwrittenUnasked) {
   EXPECT_EQ(fs::last_write_time(dir / "metrics.jsonl"), before);
   cfg.run.overwrite = true;
   EXPECT_NO_THROW(train(cfg));
-  fs::remove_all(cfg.run.out_dir);
 }
 
 TEST(Train, AFailingWorkerEndsTheSimulationWithItsErrorInsteadOfHanging) {

@@ -37,6 +37,15 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// "0.02x (50x fewer)" style: readable whichever way the ratio goes.
+std::string bytes_ratio(double bytes, double base) {
+  if (base <= 0) return bytes > 0 ? "-" : "0";
+  if (bytes <= 0) return "0";
+  const double r = bytes / base;
+  if (r >= 1) return fmt("%.4gx", r);
+  return fmt("%.3gx", r) + fmt(" (%.4gx fewer)", 1.0 / r);
+}
+
 }  // namespace
 
 std::string compare_runs(const std::vector<std::string>& run_dirs) {
@@ -60,7 +69,7 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
       << s.value("workers", 0) << " | " << s.value("steps", 0) << " | " << start.value("global_batch_tokens", 0)
       << " | " << fmt("%.4f", loss) << " | " << fmt("%+.2f%%", 100.0 * (loss / base_loss - 1)) << " | "
       << fmt("%.2f", bytes / 1e6) << " | "
-      << (base_bytes > 0 ? fmt("%.4gx", bytes / base_bytes) : (bytes > 0 ? std::string("-") : std::string("0")))
+      << bytes_ratio(bytes, base_bytes)
       << " | " << fmt("%.1f", s.value("sim_time_s", 0.0)) << " | "
       << fmt("%.1f%%", 100.0 * s.value("compute_utilisation", 1.0)) << " |\n";
   }
