@@ -43,7 +43,7 @@ Config base_config(const std::string& strategy, const std::string& inner) {
 // stream data_seed(w). Returns every worker's final parameters.
 std::vector<std::vector<at::Tensor>> run(const Config& cfg, int64_t n, int64_t steps, double lr,
                                          const std::function<uint64_t(int64_t)>& data_seed,
-                                         at::ScalarType dtype = at::kDouble) {
+                                         at::ScalarType dtype = at::kDouble, Ledger* rank0_ledger = nullptr) {
   InProcessGroup group(n);
   std::vector<Worker> workers(n, Worker(dtype));
   for (auto& w : workers)
@@ -67,6 +67,7 @@ std::vector<std::vector<at::Tensor>> run(const Config& cfg, int64_t n, int64_t s
   for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+  if (rank0_ledger) *rank0_ledger = group.rank(0).ledger();
   std::vector<std::vector<at::Tensor>> out;
   for (auto& w : workers) out.push_back(w.params);
   return out;
@@ -170,21 +171,8 @@ TEST(Strategy, DdpSendsOneGradientAllReducePerStepAndDiLoCoOnePerRound) {
   for (const char* name : {"ddp", "diloco"}) {
     Config cfg = base_config(name, "adamw");
     cfg.diloco.inner_steps = 4;
-    InProcessGroup group(2);
-    std::vector<Worker> workers(2, Worker(at::kDouble));
-    for (auto& w : workers)
-      for (auto& p : w.params) p = p.detach().clone().requires_grad_();
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        auto s = make_strategy(cfg, workers[r].params, group.rank(r));
-        for (int t = 0; t < 12; ++t) {
-          workers[r].backward(own_data(r), t);
-          s->step(t, 0.01);
-        }
-      });
-    for (auto& t : threads) t.join();
-    const Ledger& l = group.rank(0).ledger();
+    Ledger l;
+    run(cfg, 2, 12, 0.01, own_data, at::kDouble, &l);
     const double payload = 18 * 8;  // 5*3 + 3 float64 values
     const bool ddp = std::string(name) == "ddp";
     EXPECT_EQ(l.ops(), ddp ? 12 : 3) << name;
