@@ -327,3 +327,16 @@ TEST(ConfigHelp, DescribeFieldsMentionsEveryField) {
 }
 
 }  // namespace
+
+TEST(ConfigValidate, BadNetworkUnitsAndPerWorkerListsAreReportedUpFront) {
+  Config c;
+  c.strategy.name = "ddp";
+  c.strategy.workers = 2;
+  c.network.bandwidth = "fast";
+  c.network.speed_factors = "1,1,2";
+  const auto errors = validate(c);
+  std::string all;
+  for (const auto& e : errors) all += e + "\n";
+  EXPECT_NE(all.find("fast"), std::string::npos) << all;
+  EXPECT_NE(all.find("network.speed_factors"), std::string::npos) << all;
+}

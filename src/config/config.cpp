@@ -1,4 +1,5 @@
 #include "atoll/config.h"
+#include "atoll/net.h"
 
 #include <toml++/toml.h>
 
@@ -361,6 +362,21 @@ std::vector<std::string> validate(const Config& c) {
   enum_check("network.algorithm", c.network.algorithm, {"ring", "tree", "ps", "parameter-server"});
   enum_check("network.compute_time", c.network.compute_time, {"measured", "flops"});
   need(c.network.device_flops > 0, "network.device_flops must be > 0");
+  // Units, per-worker lists and their lengths, checked by the code that uses them.
+  try {
+    NetworkModel::from_config(c.network, std::max<int64_t>(1, c.strategy.workers), 0);
+  } catch (const std::exception& ex) {
+    e.push_back(ex.what());
+  }
+  try {
+    const auto speed = parse_number_list(c.network.speed_factors, 1.0);
+    need(int64_t(speed.size()) <= c.strategy.workers,
+         "network.speed_factors lists " + std::to_string(speed.size()) + " workers but strategy.workers = " +
+             std::to_string(c.strategy.workers));
+    for (double f : speed) need(f > 0, "network.speed_factors must all be > 0");
+  } catch (const std::exception& ex) {
+    e.push_back(std::string("network.speed_factors: ") + ex.what());
+  }
   need(c.network.mfu > 0 && c.network.mfu <= 1, "network.mfu must be in (0, 1]");
   return e;
 }

@@ -64,13 +64,8 @@ class Simulation {
         rendezvous_(workers_),
         compute_slots_(std::max<int64_t>(1, available_cores() / threads_per_worker(cfg.run.threads, workers_))),
         slots_(workers_) {
-    speed_ = parse_number_list(cfg.network.speed_factors, 1.0);
-    if (int64_t(speed_.size()) > workers_)
-      throw std::invalid_argument("network.speed_factors lists " + std::to_string(speed_.size()) +
-                                  " workers but strategy.workers = " + std::to_string(workers_));
+    speed_ = parse_number_list(cfg.network.speed_factors, 1.0);  // checked by validate()
     speed_.resize(workers_, 1.0);
-    for (double s : speed_)
-      if (!(s > 0)) throw std::invalid_argument("network.speed_factors must all be > 0");
     threads_ = threads_per_worker(cfg.run.threads, workers_);
     // Every worker starts from bit-identical parameters: same seed, same init.
     const uint64_t init_seed = static_cast<uint64_t>(cfg.run.seed);
