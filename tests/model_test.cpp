@@ -123,25 +123,20 @@ TEST(ModelGpt, OverfitsOneFixedBatchToNearZeroLoss) {
   EXPECT_LT(after, 0.05) << "loss before " << before;
 }
 
-TEST(ModelMnist, MlpOverfitsOneFixedBatchToNearZeroLoss) {
-  auto m = make_model(mnist_config("mlp"), 0, 5);
-  at::Generator gen = at::detail::createCPUGenerator(11);
+// Trains an MNIST model on one fixed batch of 16 random images with random labels.
+void expect_image_model_overfits(const std::string& kind, uint64_t data_seed, double lr) {
+  auto m = make_model(mnist_config(kind), 0, 5);
+  at::Generator gen = at::detail::createCPUGenerator(data_seed);
   at::Tensor x = at::rand({16, 1, 28, 28}, gen), y = at::randint(10, {16}, gen, at::kLong);
   const double before = m->loss(x, y).item<double>();
-  const double after = overfit(*m, x, y, 1e-3, 100);
-  EXPECT_GT(before, 1.5);
-  EXPECT_LT(after, 0.05) << "loss before " << before;
+  const double after = overfit(*m, x, y, lr, 100);
+  EXPECT_GT(before, 1.5) << kind;
+  EXPECT_LT(after, 0.05) << kind << ": loss before " << before;
 }
 
-TEST(ModelMnist, CnnOverfitsOneFixedBatchToNearZeroLoss) {
-  auto m = make_model(mnist_config("cnn"), 0, 5);
-  at::Generator gen = at::detail::createCPUGenerator(12);
-  at::Tensor x = at::rand({16, 1, 28, 28}, gen), y = at::randint(10, {16}, gen, at::kLong);
-  const double before = m->loss(x, y).item<double>();
-  const double after = overfit(*m, x, y, 3e-3, 100);
-  EXPECT_GT(before, 1.5);
-  EXPECT_LT(after, 0.05) << "loss before " << before;
-}
+TEST(ModelMnist, MlpOverfitsOneFixedBatchToNearZeroLoss) { expect_image_model_overfits("mlp", 11, 1e-3); }
+
+TEST(ModelMnist, CnnOverfitsOneFixedBatchToNearZeroLoss) { expect_image_model_overfits("cnn", 12, 3e-3); }
 
 // ---------------------------------------------------------------- parameters
 

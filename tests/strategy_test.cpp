@@ -85,15 +85,20 @@ bool bitwise_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tenso
   return true;
 }
 
+// DiLoCo with inner optimizer `inner`, H, lr_out and mu.
+Config diloco_config(const std::string& inner, int64_t h, double outer_lr, double momentum) {
+  Config cfg = base_config("diloco", inner);
+  cfg.diloco.inner_steps = h;
+  cfg.diloco.outer_lr = outer_lr;
+  cfg.diloco.outer_momentum = momentum;
+  return cfg;
+}
+
 uint64_t own_data(int64_t w) { return 11 + uint64_t(w); }
 uint64_t shared_data(int64_t) { return 11; }
 
 TEST(Strategy, DiLoCoWithH1OuterLr1NoMomentumEqualsDdpWithSameInnerSgd) {
-  Config diloco = base_config("diloco", "sgd");
-  diloco.diloco.inner_steps = 1;
-  diloco.diloco.outer_lr = 1.0;
-  diloco.diloco.outer_momentum = 0.0;
-  auto a = run(diloco, 4, 25, 0.05, own_data);
+  auto a = run(diloco_config("sgd", 1, 1.0, 0.0), 4, 25, 0.05, own_data);
   auto b = run(base_config("ddp", "sgd"), 4, 25, 0.05, own_data);
   EXPECT_LT(max_abs_diff(a[0], b[0]), 1e-12);
   EXPECT_GT(max_abs_diff(a[0], Worker(at::kDouble).params), 1e-3);  // training moved the weights
@@ -101,10 +106,7 @@ TEST(Strategy, DiLoCoWithH1OuterLr1NoMomentumEqualsDdpWithSameInnerSgd) {
 
 TEST(Strategy, DiLoCoWithOuterLr1NoMomentumEqualsLocalSgdForAnyH) {
   for (int64_t h : {1, 3, 7}) {
-    Config diloco = base_config("diloco", "adamw");
-    diloco.diloco.inner_steps = h;
-    diloco.diloco.outer_lr = 1.0;
-    diloco.diloco.outer_momentum = 0.0;
+    Config diloco = diloco_config("adamw", h, 1.0, 0.0);
     Config local = base_config("localsgd", "adamw");
     local.diloco.inner_steps = h;
     auto a = run(diloco, 3, 21, 0.01, own_data);
@@ -142,11 +144,7 @@ TEST(Strategy, DiLoCoKeepsWorkersApartBetweenSyncsAndIdenticalAtSyncs) {
 TEST(Strategy, DiLoCoOuterNesterovStepMatchesTheFormulaByHand) {
   // One worker, inner SGD, H = 1: Delta_r = lr * g_r. Check two rounds of
   // buf <- mu buf + Delta; theta <- theta - lr_out (Delta + mu buf).
-  Config cfg = base_config("diloco", "sgd");
-  cfg.diloco.inner_steps = 1;
-  cfg.diloco.outer_lr = 0.7;
-  cfg.diloco.outer_momentum = 0.9;
-  auto got = run(cfg, 1, 2, 0.1, shared_data);
+  auto got = run(diloco_config("sgd", 1, 0.7, 0.9), 1, 2, 0.1, shared_data);
 
   Worker w(at::kDouble);
   std::vector<at::Tensor> theta, buf;
