@@ -103,6 +103,19 @@ class Communicator {
   // Symmetric pairwise swap: both ranks call exchange with each other; `recv`
   // (same shape and dtype as `send`) receives the peer's `send`.
   void exchange(const at::Tensor& send, at::Tensor& recv, int64_t peer, const std::string& tag);
+  // Neighbourhood exchange (gossip, ring, groups): sends `send` to every rank
+  // in `peers` and receives each peer's `send` into recvs[i] (allocated here).
+  // Every peer must list this rank in its own call; the same pair's calls are
+  // matched in order, so no schedule can deadlock. `peers` may be empty (the
+  // rank sits this round out but still counts an op, keeping op sequences
+  // equal on all ranks). One ledger entry: |peers|*S sent and received; time
+  // alpha + |peers|*S/beta on the slowest link involved (ALGORITHMS.md 7.2).
+  void exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                     const std::vector<int64_t>& peers, const std::string& tag);
+  // Non-blocking variant: data are final at once (in-process), the clock is
+  // charged at wait() for what compute since the call did not hide.
+  Work exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                           const std::vector<int64_t>& peers, const std::string& tag);
   // One-sided point-to-point; recv blocks until the matching send.
   void send(const at::Tensor& t, int64_t dst, const std::string& tag);
   void recv(at::Tensor& t, int64_t src, const std::string& tag);
@@ -135,8 +148,11 @@ class Communicator {
   virtual double do_broadcast(at::Tensor& t, int64_t root, double arrival,
                               double network_seconds) = 0;
   virtual double do_barrier(double arrival, double network_seconds) = 0;
-  virtual double do_exchange(const at::Tensor& send, at::Tensor& recv, int64_t peer,
-                             double arrival, double network_seconds) = 0;
+  // Posts `send` to every peer, then receives from each into recvs[i]
+  // (pre-allocated like `send`); returns the completion time.
+  virtual double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                             const std::vector<int64_t>& peers, double arrival,
+                             double network_seconds) = 0;
   virtual double do_send(const at::Tensor& t, int64_t dst, double arrival,
                          double network_seconds) = 0;
   virtual double do_recv(at::Tensor& t, int64_t src, double arrival, double network_seconds) = 0;
@@ -147,6 +163,8 @@ class Communicator {
   double record(CommOp op, const std::string& tag, double payload, bool is_root,
                 const std::vector<int64_t>& participants);
   void finish(double completion);  // blocking ops: clock waits
+  double start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                             const std::vector<int64_t>& peers, const std::string& tag);
 
   int64_t rank_, size_;
   CollectiveAlgo algo_;

@@ -74,10 +74,12 @@ struct TrainConfig {
 
 // Which method trains the model and on how many simulated workers.
 struct StrategyConfig {
-  std::string name = "single";    // single | ddp | localsgd | diloco
+  std::string name = "single";    // single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco
   int64_t workers = 1;            // N: simulated workers (threads)
   std::string eval_model = "auto";// auto | global | average | worker0
   bool eval_worker0 = false;      // also report worker 0's loss (average-evaluated methods)
+  std::string topology = "global";// global | ring | gossip: who averages with whom (sparta, localsgd)
+  int64_t correlation_every = 50; // log the mean pairwise Pearson correlation of workers (0 = off)
 };
 
 // DiLoCo (Douillard et al. 2023) and Local SGD / FedAvg (outer SGD lr 1, mu 0).
@@ -86,6 +88,26 @@ struct DiLoCoConfig {
   double outer_lr = 0.7;          // lr_out: outer learning rate
   double outer_momentum = 0.9;    // mu: outer momentum
   bool nesterov = true;           // Nesterov (PyTorch SGD nesterov=True) vs heavy ball
+};
+
+// SPARTA: sparse parameter averaging (Beton et al. 2025); ALGORITHMS.md 4.
+struct SpartaConfig {
+  double p = 0.005;                    // p: fraction of parameters averaged per exchange (paper 0.005)
+  std::string selector = "random";     // random | partitioned | sequential | layerwise: index selector
+  int64_t interval = 1;                // k: exchange every k steps (sparta_interval)
+  int64_t delay = 0;                   // d: an average from step t is applied at t + d (async; robust to 10)
+  std::string apply = "overwrite";     // overwrite (reference) | delta: theta += avg - sent values
+  double fault_rate = 0.0;             // probability that an exchange is skipped by every worker
+  std::string p_schedule = "constant"; // constant | cosine: high during warm-up, cosine to the floor, mean p
+  double p_min_factor = 0.1;           // p schedule floor p_min = p_min_factor * p (reference 0.1)
+};
+
+// NoLoCo (Gensyn 2025); ALGORITHMS.md 8.1: gossip groups, no global collective.
+struct NoLoCoConfig {
+  int64_t inner_steps = 50;       // H: inner steps between group syncs (paper config 50)
+  double outer_lr = 0.7;          // a: outer learning rate
+  double outer_momentum = 0.5;    // beta: outer momentum
+  int64_t group_size = 2;         // G: workers per averaging group (2 = random pairs)
 };
 
 // Network model and simulated clock (ALGORITHMS.md section 7).
@@ -111,8 +133,18 @@ struct Config {
   TrainConfig train;
   StrategyConfig strategy;
   DiLoCoConfig diloco;
+  SpartaConfig sparta;
+  NoLoCoConfig noloco;
   NetworkConfig network;
 };
+
+// SPARTA's p schedule (sparta.p_schedule; pure arithmetic shared by validate()
+// and the strategy). "cosine": p_max for the first `warmup` steps, then a
+// cosine from p_max down to p_min = p_min_factor * p at the last step, with
+// p_max solved so that the mean over the `steps` steps is exactly p.
+double sparta_peak_p(const SpartaConfig& c, int64_t steps, int64_t warmup);
+// p at step t (0-based) of a `steps`-step run.
+double sparta_p_at(const SpartaConfig& c, int64_t t, int64_t steps, int64_t warmup);
 
 // One field as seen by a visitor. Exactly one of the pointers is set.
 struct FieldRef {

@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ class Strategy {
   // The model to evaluate if the method keeps a global one (DiLoCo's theta_g),
   // else nullptr (the driver then evaluates the workers' average).
   virtual const std::vector<at::Tensor>* global_params() const { return nullptr; }
+  // Method-specific counters for the metrics (e.g. SPARTA's exchanges so
+  // far). Read by the driver only while the worker is parked.
+  virtual std::map<std::string, double> stats() const { return {}; }
 };
 
 // Builds the strategy named by cfg.strategy.name for one worker.

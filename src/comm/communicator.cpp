@@ -8,6 +8,8 @@
 
 #include "atoll/comm.h"
 
+#include <ATen/ops/empty_like.h>
+
 namespace atl {
 namespace {
 
@@ -177,10 +179,42 @@ void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t pe
   const double net = record(CommOp::Exchange, tag, payload_bytes(send), false, {rank_, peer});
   const double arrival = arrival_time();
   const at::Tensor src = contiguous_work(send);
-  at::Tensor dst = contiguous_work(recv);
-  const double completion = do_exchange(src, dst, peer, arrival, net);
-  copy_back(recv, dst);
+  std::vector<at::Tensor> dst{contiguous_work(recv)};
+  const double completion = do_exchange(src, dst, {peer}, arrival, net);
+  copy_back(recv, dst[0]);
   finish(completion);
+}
+
+double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                                         const std::vector<int64_t>& peers,
+                                         const std::string& tag) {
+  require_defined(send, "exchange_with", "send");
+  std::vector<int64_t> participants{rank_};
+  for (int64_t p : peers) {
+    check_rank_arg(p, rank_, size_, "exchange_with", "peer", /*allow_self=*/false);
+    if (std::find(participants.begin(), participants.end(), p) != participants.end())
+      throw std::invalid_argument("exchange_with: peer " + std::to_string(p) +
+                                  " is listed twice; list each peer once");
+    participants.push_back(p);
+  }
+  const double total = payload_bytes(send) * static_cast<double>(peers.size());
+  const double net = record(CommOp::Exchange, tag, total, false, participants);
+  const double arrival = arrival_time();
+  const at::Tensor src = contiguous_work(send);
+  recvs.clear();
+  for (size_t i = 0; i < peers.size(); ++i) recvs.push_back(at::empty_like(src));
+  if (peers.empty()) return arrival;
+  return do_exchange(src, recvs, peers, arrival, net);
+}
+
+void Communicator::exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                                 const std::vector<int64_t>& peers, const std::string& tag) {
+  finish(start_exchange_with(send, recvs, peers, tag));
+}
+
+Work Communicator::exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                                       const std::vector<int64_t>& peers, const std::string& tag) {
+  return Work(this, start_exchange_with(send, recvs, peers, tag), nullptr);
 }
 
 void Communicator::send(const at::Tensor& t, int64_t dst, const std::string& tag) {

@@ -340,13 +340,20 @@ class InProcessCommunicator final : public Communicator {
     return state_->collective(rank(), s)->completion;
   }
 
-  double do_exchange(const at::Tensor& send, at::Tensor& recv, int64_t peer, double arrival,
+  double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                     const std::vector<int64_t>& peers, double arrival,
                      double network_seconds) override {
-    state_->post(rank(), peer, Message{true, send.clone(), arrival});
-    Message m = state_->take(peer, rank());
-    check_message(m, /*want_exchange=*/true, recv, peer);
-    recv.copy_(m.data);
-    return std::max(arrival, m.arrival) + network_seconds;
+    // Post to everyone first (mailboxes are buffered), then take: whatever
+    // order the peers call in, nobody waits on a post that comes later.
+    for (int64_t peer : peers) state_->post(rank(), peer, Message{true, send.clone(), arrival});
+    double latest = arrival;
+    for (size_t i = 0; i < peers.size(); ++i) {
+      Message m = state_->take(peers[i], rank());
+      check_message(m, /*want_exchange=*/true, recvs[i], peers[i]);
+      recvs[i].copy_(m.data);
+      latest = std::max(latest, m.arrival);
+    }
+    return latest + network_seconds;
   }
 
   double do_send(const at::Tensor& t, int64_t dst, double arrival,

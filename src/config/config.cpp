@@ -132,18 +132,40 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("train.eval_batches", c.train.eval_batches, "fixed validation batches per evaluation"),
       field("train.log_every", c.train.log_every, "write a metrics line every this many steps"),
 
-      field("strategy.name", c.strategy.name, "single | ddp | localsgd | diloco"),
+      field("strategy.name", c.strategy.name,
+            "single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco"),
       field("strategy.workers", c.strategy.workers, "N: simulated workers"),
       field("strategy.eval_model", c.strategy.eval_model,
             "auto | global | average | worker0: which parameters are evaluated"),
       field("strategy.eval_worker0", c.strategy.eval_worker0,
             "also evaluate worker 0 alone (methods evaluated on the average)"),
+      field("strategy.topology", c.strategy.topology,
+            "global | ring | gossip: who averages with whom (sparta's coordinates, localsgd's parameters)"),
+      field("strategy.correlation_every", c.strategy.correlation_every,
+            "log the workers' mean pairwise parameter correlation every this many steps (0 = off)"),
 
       field("diloco.inner_steps", c.diloco.inner_steps,
             "H: inner steps between syncs (DiLoCo paper: 500); also Local SGD's H"),
       field("diloco.outer_lr", c.diloco.outer_lr, "lr_out: outer learning rate (paper: 0.7)"),
       field("diloco.outer_momentum", c.diloco.outer_momentum, "mu: outer momentum (paper: 0.9)"),
       field("diloco.nesterov", c.diloco.nesterov, "Nesterov outer momentum (false = heavy ball)"),
+
+      field("sparta.p", c.sparta.p, "p: fraction of parameters averaged per exchange (paper 0.005)"),
+      field("sparta.selector", c.sparta.selector,
+            "random | partitioned | sequential | layerwise: which entries each exchange averages"),
+      field("sparta.interval", c.sparta.interval, "k: exchange every k steps"),
+      field("sparta.delay", c.sparta.delay, "d: averages computed at step t are applied at t + d (async)"),
+      field("sparta.apply", c.sparta.apply,
+            "overwrite | delta: write the average, or add (average - values sent)"),
+      field("sparta.fault_rate", c.sparta.fault_rate, "probability an exchange is skipped (faults)"),
+      field("sparta.p_schedule", c.sparta.p_schedule,
+            "constant | cosine: p high early, cosine-decayed to the floor, same mean p"),
+      field("sparta.p_min_factor", c.sparta.p_min_factor, "cosine p schedule floor as a fraction of p"),
+
+      field("noloco.inner_steps", c.noloco.inner_steps, "H: inner steps between group syncs (paper 50)"),
+      field("noloco.outer_lr", c.noloco.outer_lr, "a: outer learning rate (paper 0.7)"),
+      field("noloco.outer_momentum", c.noloco.outer_momentum, "beta: outer momentum (paper 0.5)"),
+      field("noloco.group_size", c.noloco.group_size, "G: workers per averaging group (paper 2)"),
 
       field("network.bandwidth", c.network.bandwidth, "per-link bandwidth beta, e.g. 100Mbit/s, 25GB/s"),
       field("network.latency", c.network.latency, "per-message latency alpha, e.g. 30ms"),
@@ -348,13 +370,41 @@ std::vector<std::string> validate(const Config& c) {
   need(c.train.eval_every >= 0, "train.eval_every must be >= 0 (0 = only at the end)");
   need(c.train.eval_batches >= 1, "train.eval_batches must be >= 1");
   need(c.train.log_every >= 1, "train.log_every must be >= 1");
-  enum_check("strategy.name", c.strategy.name, {"single", "ddp", "localsgd", "diloco"});
+  enum_check("strategy.name", c.strategy.name,
+             {"single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco"});
   need(c.strategy.workers >= 1 && c.strategy.workers <= 256, "strategy.workers must be in [1, 256]");
   need(c.strategy.name != "single" || c.strategy.workers == 1,
-       "strategy.name = 'single' trains one worker: set strategy.workers = 1 or pick ddp | localsgd | diloco");
+       "strategy.name = 'single' trains one worker: set strategy.workers = 1 or pick another strategy");
   enum_check("strategy.eval_model", c.strategy.eval_model, {"auto", "global", "average", "worker0"});
-  need(c.strategy.eval_model != "global" || c.strategy.name == "diloco",
-       "strategy.eval_model = 'global' needs a method with a global model (diloco)");
+  need(c.strategy.eval_model != "global" || c.strategy.name == "diloco" || c.strategy.name == "sparta_diloco",
+       "strategy.eval_model = 'global' needs a method with a global model (diloco | sparta_diloco)");
+  enum_check("strategy.topology", c.strategy.topology, {"global", "ring", "gossip"});
+  need(c.strategy.topology == "global" || c.strategy.name == "sparta" || c.strategy.name == "localsgd",
+       "strategy.topology = '" + c.strategy.topology +
+           "' applies to sparta and localsgd only (noloco always uses gossip groups)");
+  need(c.strategy.correlation_every >= 0, "strategy.correlation_every must be >= 0 (0 = off)");
+  need(c.sparta.p >= 0 && c.sparta.p <= 1, "sparta.p must be in [0, 1]");
+  enum_check("sparta.selector", c.sparta.selector, {"random", "partitioned", "sequential", "layerwise"});
+  need(c.sparta.selector == "random" || c.sparta.p > 0,
+       "sparta.p = 0 works with sparta.selector = random only (the other selectors cycle through 1/p parts)");
+  need(c.sparta.interval >= 1, "sparta.interval (k) must be >= 1");
+  need(c.sparta.delay >= 0, "sparta.delay (d) must be >= 0 steps");
+  enum_check("sparta.apply", c.sparta.apply, {"overwrite", "delta"});
+  need(c.sparta.fault_rate >= 0 && c.sparta.fault_rate < 1, "sparta.fault_rate must be in [0, 1)");
+  enum_check("sparta.p_schedule", c.sparta.p_schedule, {"constant", "cosine"});
+  need(c.sparta.p_min_factor >= 0 && c.sparta.p_min_factor <= 1, "sparta.p_min_factor must be in [0, 1]");
+  need(c.sparta.p_schedule == "constant" || c.sparta.selector == "random",
+       "sparta.p_schedule = 'cosine' needs sparta.selector = 'random' (the partition selectors need a fixed p)");
+  if (c.sparta.p_schedule == "cosine") {
+    const double peak = sparta_peak_p(c.sparta, c.train.steps, c.optim.warmup_steps);
+    need(peak <= 1.0, "sparta.p_schedule = 'cosine' needs a start value of p above 1 (" + std::to_string(peak) +
+                          ") for a mean of sparta.p = " + std::to_string(c.sparta.p) +
+                          "; lower sparta.p, raise sparta.p_min_factor or shorten optim.warmup_steps");
+  }
+  need(c.noloco.inner_steps >= 1, "noloco.inner_steps (H) must be >= 1");
+  need(c.noloco.outer_lr > 0, "noloco.outer_lr (a) must be > 0");
+  need(c.noloco.outer_momentum >= 0 && c.noloco.outer_momentum < 1, "noloco.outer_momentum must be in [0, 1)");
+  need(c.noloco.group_size >= 2, "noloco.group_size (G) must be >= 2");
   need(c.diloco.inner_steps >= 1, "diloco.inner_steps (H) must be >= 1");
   need(c.diloco.outer_lr > 0, "diloco.outer_lr must be > 0");
   need(c.diloco.outer_momentum >= 0 && c.diloco.outer_momentum < 1,

@@ -24,8 +24,9 @@ void validate_shard_args(int64_t worker, int64_t workers, const std::string& mod
 // and unlike rejection sampling it consumes exactly one draw per call.
 uint64_t below(uint64_t& state, uint64_t bound) { return splitmix64(state) % bound; }
 
-// Fisher–Yates permutation of 0..n-1 driven by splitmix64(seed).
-std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
+}  // namespace
+
+std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
   std::vector<int64_t> perm(static_cast<size_t>(n));
   std::iota(perm.begin(), perm.end(), int64_t{0});
   uint64_t state = seed;
@@ -35,8 +36,6 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed) {
   }
   return perm;
 }
-
-}  // namespace
 
 std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, int64_t workers,
                                      const std::string& mode, uint64_t seed, int64_t chunk) {
@@ -48,7 +47,7 @@ std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, in
 
   if (mode == "iid") {
     const int64_t chunks = (n + chunk - 1) / chunk;
-    const std::vector<int64_t> perm = permutation(chunks, seed);
+    const std::vector<int64_t> perm = seeded_permutation(chunks, seed);
     for (int64_t k = worker; k < chunks; k += workers) {
       const int64_t c = perm[static_cast<size_t>(k)];
       out.push_back({c * chunk, std::min(n, (c + 1) * chunk)});
@@ -167,7 +166,7 @@ std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_
   const int64_t n = split.size();
   std::vector<int64_t> out;
   if (mode == "iid") {
-    const std::vector<int64_t> perm = permutation(n, seed);
+    const std::vector<int64_t> perm = seeded_permutation(n, seed);
     for (int64_t k = worker; k < n; k += workers) out.push_back(perm[static_cast<size_t>(k)]);
     std::sort(out.begin(), out.end());
     return out;

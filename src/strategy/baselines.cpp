@@ -22,13 +22,17 @@ void DdpStrategy::step(int64_t, double lr) {
 
 LocalSgdStrategy::LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params,
                                    Communicator& comm)
-    : params_(params), comm_(comm), inner_(cfg.optim, params), inner_steps_(cfg.diloco.inner_steps) {}
+    : params_(params),
+      comm_(comm),
+      inner_(cfg.optim, params),
+      mixer_(parse_topology(cfg.strategy.topology), comm, static_cast<uint64_t>(cfg.run.seed)),
+      inner_steps_(cfg.diloco.inner_steps) {}
 
 void LocalSgdStrategy::step(int64_t t, double lr) {
   inner_.step(lr);
   if ((t + 1) % inner_steps_ != 0) return;
   at::Tensor theta = flatten_values(params_);
-  comm_.all_reduce(theta, ReduceOp::Mean, "params");
+  mixer_.mix(theta, (t + 1) / inner_steps_ - 1, "params");
   assign_values(theta, params_);
 }
 

@@ -10,10 +10,13 @@
 //   every step:    theta_i <- InnerOpt(theta_i, g_i)         // no communication
 //   every H steps: theta_i <- allreduce_mean(theta_i)        // tag "params"
 //   H = diloco.inner_steps. Equal to DiLoCo with outer SGD, lr_out = 1, mu = 0.
+//   strategy.topology = ring | gossip replaces the all-reduce by mixing with
+//   neighbours (ALGORITHMS.md 8.6); with H = 1 and a ring this is D-PSGD.
 #pragma once
 
 #include "atoll/strategy.h"
 #include "strategy/inner_optimizer.h"
+#include "strategy/topology.h"
 
 namespace atl {
 
@@ -46,6 +49,7 @@ class LocalSgdStrategy : public Strategy {
   std::vector<at::Tensor> params_;
   Communicator& comm_;
   InnerOptimizer inner_;
+  Mixer mixer_;
   int64_t inner_steps_;  // H
 };
 

@@ -10,7 +10,6 @@
 //
 // Config: diloco.inner_steps = H (500), diloco.outer_lr = lr_out (0.7),
 // diloco.outer_momentum = mu (0.9), diloco.nesterov (true).
-// theta_g and buf are one flat buffer each; global_params() are views of it.
 #pragma once
 
 #include "atoll/strategy.h"
@@ -18,22 +17,35 @@
 
 namespace atl {
 
-class DiLoCoStrategy : public Strategy {
+// The outer half of DiLoCo, shared by every method that adds an outer
+// Nesterov step on the averaged pseudo-gradient (DiLoCo, SPARTA + DiLoCo).
+// theta_g and buf are one flat buffer each; global_params() are views of it.
+class OuterSync {
  public:
-  DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
-  void step(int64_t t, double lr) override;
-  const std::vector<at::Tensor>* global_params() const override { return &global_views_; }
+  OuterSync(const DiLoCoConfig& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  // All-reduces the pseudo-gradient, steps theta_g, resets the worker to it.
+  void sync();
+  const std::vector<at::Tensor>* global_params() const { return &global_views_; }
 
  private:
-  void outer_step();
-
   std::vector<at::Tensor> params_;
   Communicator& comm_;
-  InnerOptimizer inner_;
   DiLoCoConfig cfg_;
   at::Tensor global_;    // (P) theta_g
   at::Tensor momentum_;  // (P) outer buf
   std::vector<at::Tensor> global_views_;
+};
+
+class DiLoCoStrategy : public Strategy {
+ public:
+  DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  void step(int64_t t, double lr) override;
+  const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
+
+ private:
+  InnerOptimizer inner_;
+  OuterSync outer_;
+  int64_t inner_steps_;
 };
 
 }  // namespace atl

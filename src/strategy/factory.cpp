@@ -3,6 +3,8 @@
 #include "atoll/strategy.h"
 #include "strategy/baselines.h"
 #include "strategy/diloco.h"
+#include "strategy/noloco.h"
+#include "strategy/sparta.h"
 
 namespace atl {
 
@@ -13,8 +15,12 @@ std::unique_ptr<Strategy> make_strategy(const Config& cfg, std::vector<at::Tenso
   if (name == "ddp") return std::make_unique<DdpStrategy>(cfg, std::move(params), comm);
   if (name == "localsgd") return std::make_unique<LocalSgdStrategy>(cfg, std::move(params), comm);
   if (name == "diloco") return std::make_unique<DiLoCoStrategy>(cfg, std::move(params), comm);
+  if (name == "sparta") return std::make_unique<SpartaStrategy>(cfg, std::move(params), comm);
+  if (name == "sparta_diloco") return std::make_unique<SpartaDiLoCoStrategy>(cfg, std::move(params), comm);
+  if (name == "noloco") return std::make_unique<NoLoCoStrategy>(cfg, std::move(params), comm);
   throw std::invalid_argument("strategy.name = '" + name +
-                              "': allowed values are single | ddp | localsgd | diloco");
+                              "': allowed values are single | ddp | localsgd | diloco | sparta | "
+                              "sparta_diloco | noloco");
 }
 
 }  // namespace atl

@@ -9,7 +9,7 @@ const std::vector<std::string>& MetricsLog::csv_columns() {
   static const std::vector<std::string> columns = {
       "event",      "step",        "loss",       "val_loss",  "lr",
       "tokens",     "elapsed_s",   "sim_time_s", "compute_s", "blocked_s",
-      "utilisation", "bytes_sent_per_worker", "bytes_received_per_worker"};
+      "utilisation", "bytes_sent_per_worker", "bytes_received_per_worker", "correlation"};
   return columns;
 }
 

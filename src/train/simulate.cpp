@@ -16,6 +16,7 @@
 #include "atoll/net.h"
 #include "atoll/strategy.h"
 #include "atoll/train.h"
+#include "train/correlation.h"
 #include "train/data_source.h"
 #include "train/metrics.h"
 #include "train/rendezvous.h"
@@ -44,6 +45,7 @@ struct WorkerSlot {
   std::shared_ptr<Model> model;
   std::vector<at::Tensor> params;
   const std::vector<at::Tensor>* global = nullptr;  // strategy's global model, if any
+  const Strategy* strategy = nullptr;               // read only while the worker is parked
   VirtualClock clock;
   Communicator* comm = nullptr;
   double loss_sum = 0;
@@ -113,6 +115,7 @@ class Simulation {
     auto stream = data_.stream(w, workers_, mix_seed(static_cast<uint64_t>(cfg_.run.seed), uint64_t(w) + 1, 0xda7a));
     auto strategy = make_strategy(cfg_, slot.params, comm);
     slot.global = strategy->global_params();
+    slot.strategy = strategy.get();
     slot.model->train();
     const bool flops_mode = cfg_.network.compute_time == "flops";
     const double modelled_step =
@@ -153,8 +156,13 @@ class Simulation {
     return step == 0 || step == cfg_.train.steps ||
            (cfg_.train.eval_every > 0 && step % cfg_.train.eval_every == 0);
   }
+  bool is_correlation_step(int64_t step) const {
+    const int64_t every = cfg_.strategy.correlation_every;
+    return workers_ > 1 && every > 0 && step > 0 && (step % every == 0 || step == cfg_.train.steps);
+  }
   bool is_log_step(int64_t step) const {
-    return step > 0 && (step % cfg_.train.log_every == 0 || step == cfg_.train.steps);
+    return step > 0 && (step % cfg_.train.log_every == 0 || step == cfg_.train.steps ||
+                        is_correlation_step(step));
   }
 
   void observe_at(int64_t, int64_t step) {
@@ -211,6 +219,19 @@ class Simulation {
           (sent / n - logged_sent_) / double(std::max<int64_t>(1, step - logged_step_));
       logged_sent_ = sent / n;
       logged_step_ = step;
+      if (slots_[0].strategy)
+        for (const auto& [key, value] : slots_[0].strategy->stats()) e[key] = value;
+      if (is_correlation_step(step)) {
+        const auto corr_start = Clock::now();
+        std::vector<std::vector<at::Tensor>> params;
+        for (const auto& s : slots_) params.push_back(s.params);
+        const Correlation c = parameter_correlation(params);
+        e["correlation"] = c.mean;
+        e["correlation_min"] = c.min;
+        e["correlation_ms"] = 1e3 * seconds_since(corr_start);
+        last_correlation_ = c.mean;
+        eval_wall_ += seconds_since(corr_start);  // like eval: not training time
+      }
       log_.write(e);
       last_train_loss_ = loss;
       info.loss = loss;
@@ -309,6 +330,9 @@ class Simulation {
                         {"sim_time_s", sim_time},
                         {"compute_utilisation", summary_.compute_utilisation},
                         {"bytes_sent_per_worker", sent},
+                        {"final_correlation", workers_ > 1 && cfg_.strategy.correlation_every > 0
+                                                  ? nlohmann::json(last_correlation_)
+                                                  : nlohmann::json(nullptr)},
                         {"bytes_sent_by_tag_total", by_tag},
                         {"ledger_per_worker", per_worker}};
     log_.write(e);
@@ -335,6 +359,7 @@ class Simulation {
   double logged_sent_ = 0;  // per-worker bytes sent at the previous train event
   int64_t logged_step_ = 0;
   double last_train_loss_ = 0, last_val_loss_ = -1;
+  double last_correlation_ = 1;
   RunSummary summary_;
   std::mutex error_mutex_;
   std::exception_ptr first_error_;
