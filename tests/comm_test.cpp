@@ -553,6 +553,67 @@ TEST(SimulatedTime, PointToPointAndGatherCompleteAtTheirParticipantsTimes) {
   });
 }
 
+TEST(InProcessGroup, ExchangeWithNeighboursDeliversEveryPeersValuesInAnyCallOrder) {
+  // A ring of 5 in which each rank lists its peers in a different order, plus
+  // rank 4 sitting a second round out: no deadlock, right values, right ledger.
+  const int64_t n = 5;
+  auto group = make_group(n);
+  run_ranks(group, [&](Communicator& c) {
+    const int64_t r = c.rank(), left = (r + n - 1) % n, right = (r + 1) % n;
+    std::vector<int64_t> peers = r % 2 ? std::vector<int64_t>{right, left} : std::vector<int64_t>{left, right};
+    std::vector<at::Tensor> got;
+    c.exchange_with(at::full({250}, double(r)), got, peers, "ring");
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_TRUE(at::equal(got[0], at::full({250}, double(peers[0]))));
+    EXPECT_TRUE(at::equal(got[1], at::full({250}, double(peers[1]))));
+    const LedgerEntry& e = c.ledger().entries().back();
+    EXPECT_EQ(e.op, CommOp::Exchange);
+    EXPECT_DOUBLE_EQ(e.sent_bytes, 2 * 250 * 4);  // |peers| * S each way (float32)
+    EXPECT_DOUBLE_EQ(e.received_bytes, 2 * 250 * 4);
+    // Round 2: pairs (0,1), (2,3); rank 4 has no partner but still records an op.
+    std::vector<int64_t> pair;
+    if (r < 4) pair.push_back(r ^ 1);
+    c.exchange_with(at::full({4}, double(r)), got, pair, "pairs");
+    EXPECT_EQ(c.ledger().ops(), 2);
+    if (r < 4) {
+      EXPECT_EQ(got.at(0)[0].item<double>(), double(r ^ 1));
+    }
+    if (r == 4) {
+      EXPECT_EQ(c.ledger().entries().back().sent_bytes, 0.0);
+    }
+  });
+}
+
+TEST(InProcessGroup, ExchangeWithRejectsSelfAndDuplicatePeers) {
+  auto group = make_group(3);
+  std::vector<at::Tensor> got;
+  EXPECT_THROW(group->rank(0).exchange_with(at::ones({2}), got, {0}, "x"), std::invalid_argument);
+  EXPECT_THROW(group->rank(0).exchange_with(at::ones({2}), got, {1, 1}, "x"), std::invalid_argument);
+  EXPECT_THROW(group->rank(0).exchange_with(at::ones({2}), got, {3}, "x"), std::invalid_argument);
+  EXPECT_EQ(group->rank(0).ledger().ops(), 0);
+}
+
+TEST(SimulatedTime, NeighbourExchangeCostsAlphaPlusPeersTimesSOverBeta) {
+  // Three 4000 B/s links, 0.1 s latency: 1000 float32 to two peers = 0.1 + 2 s.
+  const NetworkModel net({Link{4000, 0.1}, Link{4000, 0.1}, Link{4000, 0.1}}, CollectiveAlgo::Ring, 0, 0, 7);
+  auto group = make_group(3);
+  VirtualClock clocks[3];
+  run_ranks(group, [&](Communicator& c) {
+    c.attach_clock(&clocks[c.rank()], &net);
+    std::vector<int64_t> peers;
+    for (int64_t p = 0; p < 3; ++p)
+      if (p != c.rank()) peers.push_back(p);
+    std::vector<at::Tensor> got;
+    Work w = c.exchange_with_async(at::ones({1000}, at::kFloat), got, peers, "ring");
+    clocks[c.rank()].advance_compute(0.5);  // hides 0.5 s of the 2.1 s
+    w.wait();
+  });
+  for (auto& clock : clocks) {
+    EXPECT_NEAR(clock.now(), 2.1, 1e-12);
+    EXPECT_NEAR(clock.blocked_seconds(), 1.6, 1e-12);
+  }
+}
+
 TEST(SimulatedTime, JitteredOpsCostTheSameOnEveryRank) {
   const NetworkModel net = two_links(/*jitter=*/0.25);
   auto group = make_group(2);

@@ -167,7 +167,7 @@ TEST(ConfigValidate, InvalidEnumListsAllowedValues) {
   auto e = validate(c);
   ASSERT_EQ(e.size(), 1u) << join(e);
   EXPECT_TRUE(contains(e[0], "strategy.name = 'foo'")) << e[0];
-  EXPECT_TRUE(contains(e[0], "single | ddp | localsgd | diloco")) << e[0];
+  EXPECT_TRUE(contains(e[0], "single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco")) << e[0];
 }
 
 TEST(ConfigValidate, OutOfRangeValuesAreNamed) {
@@ -182,6 +182,27 @@ TEST(ConfigValidate, OutOfRangeValuesAreNamed) {
                                   c.model.n_head = 4; }},
       {"min_lr > lr", "optim.min_lr", [](Config& c) { c.optim.min_lr = 2 * c.optim.lr; }},
       {"outer momentum 1", "diloco.outer_momentum", [](Config& c) { c.diloco.outer_momentum = 1.0; }},
+      {"sparta p 1.5", "sparta.p", [](Config& c) { c.sparta.p = 1.5; }},
+      {"sparta selector", "sparta.selector", [](Config& c) { c.sparta.selector = "topk"; }},
+      {"sparta interval 0", "sparta.interval", [](Config& c) { c.sparta.interval = 0; }},
+      {"sparta delay -1", "sparta.delay", [](Config& c) { c.sparta.delay = -1; }},
+      {"sparta apply", "sparta.apply", [](Config& c) { c.sparta.apply = "add"; }},
+      {"fault rate 1", "sparta.fault_rate", [](Config& c) { c.sparta.fault_rate = 1.0; }},
+      {"cosine p with partitions", "sparta.p_schedule", [](Config& c) {
+         c.sparta.p_schedule = "cosine";
+         c.sparta.selector = "partitioned"; }},
+      {"cosine p above 1", "sparta.p_schedule", [](Config& c) {
+         c.sparta.p_schedule = "cosine";
+         c.sparta.p = 0.9; }},
+      {"p 0 with partitions", "sparta.p = 0", [](Config& c) {
+         c.sparta.p = 0;
+         c.sparta.selector = "sequential"; }},
+      {"topology", "strategy.topology", [](Config& c) { c.strategy.topology = "star"; }},
+      {"topology for ddp", "strategy.topology", [](Config& c) {
+         c.strategy.name = "ddp";
+         c.strategy.topology = "ring"; }},
+      {"noloco group 1", "noloco.group_size", [](Config& c) { c.noloco.group_size = 1; }},
+      {"correlation -1", "strategy.correlation_every", [](Config& c) { c.strategy.correlation_every = -1; }},
   };
   for (const Case& k : cases) {
     Config c = default_config();

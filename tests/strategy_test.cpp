@@ -3,87 +3,14 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <exception>
-#include <functional>
-#include <thread>
-
 #include "atoll/comm.h"
 #include "atoll/strategy.h"
+#include "strategy_harness.h"
 
 namespace atl {
 namespace {
 
-// A least-squares problem per worker: loss = mean((x W + b - y)^2) on a batch
-// drawn from (data_seed, step). Small enough to be exact in float64.
-struct Worker {
-  std::vector<at::Tensor> params;
-  Worker(at::ScalarType dtype) {
-    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(7);
-    params.push_back(at::randn({5, 3}, gen, at::TensorOptions(dtype)).requires_grad_());
-    params.push_back(at::randn({3}, gen, at::TensorOptions(dtype)).requires_grad_());
-  }
-  void backward(uint64_t data_seed, int64_t step) {
-    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(data_seed * 1000003u + uint64_t(step));
-    auto opts = at::TensorOptions(params[0].scalar_type());
-    at::Tensor x = at::randn({8, 5}, gen, opts), y = at::randn({8, 3}, gen, opts);
-    at::Tensor loss = (at::matmul(x, params[0]) + params[1] - y).pow(2).mean();
-    loss.backward();
-  }
-};
-
-Config base_config(const std::string& strategy, const std::string& inner) {
-  Config cfg;
-  cfg.strategy.name = strategy;
-  cfg.optim.name = inner;
-  cfg.optim.grad_clip = 0;  // DDP clips the mean gradient, DiLoCo each worker's: turn off to compare
-  return cfg;
-}
-
-// Runs `steps` steps of `cfg`'s strategy on n threads; worker w reads data
-// stream data_seed(w). Returns every worker's final parameters.
-std::vector<std::vector<at::Tensor>> run(const Config& cfg, int64_t n, int64_t steps, double lr,
-                                         const std::function<uint64_t(int64_t)>& data_seed,
-                                         at::ScalarType dtype = at::kDouble, Ledger* rank0_ledger = nullptr) {
-  InProcessGroup group(n);
-  std::vector<Worker> workers(n, Worker(dtype));
-  for (auto& w : workers)
-    for (auto& p : w.params) p = p.detach().clone().requires_grad_();
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (int64_t r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        auto strategy = make_strategy(cfg, workers[r].params, group.rank(r));
-        for (int64_t t = 0; t < steps; ++t) {
-          workers[r].backward(data_seed(r), t);
-          strategy->step(t, lr);
-        }
-      } catch (...) {
-        errors[r] = std::current_exception();
-        group.abort("test worker failed");
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  if (rank0_ledger) *rank0_ledger = group.rank(0).ledger();
-  std::vector<std::vector<at::Tensor>> out;
-  for (auto& w : workers) out.push_back(w.params);
-  return out;
-}
-
-double max_abs_diff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, (a[i] - b[i]).abs().max().item<double>());
-  return m;
-}
-
-bool bitwise_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!at::equal(a[i], b[i])) return false;
-  return true;
-}
+using namespace harness;
 
 // DiLoCo with inner optimizer `inner`, H, lr_out and mu.
 Config diloco_config(const std::string& inner, int64_t h, double outer_lr, double momentum) {
@@ -94,8 +21,6 @@ Config diloco_config(const std::string& inner, int64_t h, double outer_lr, doubl
   return cfg;
 }
 
-uint64_t own_data(int64_t w) { return 11 + uint64_t(w); }
-uint64_t shared_data(int64_t) { return 11; }
 
 TEST(Strategy, DiLoCoWithH1OuterLr1NoMomentumEqualsDdpWithSameInnerSgd) {
   auto a = run(diloco_config("sgd", 1, 1.0, 0.0), 4, 25, 0.05, own_data);

@@ -209,8 +209,9 @@ TEST(Train, FlopsModeSimulatedTimeIsStragglerComputePlusBlockingCommunication) {
 // allows for BLAS kernels that round differently on another CPU.
 TEST(Train, GoldenTwentyStepTrajectoriesPerStrategyAreUnchanged) {
   const bool update = std::getenv("ATOLL_UPDATE_GOLDEN") != nullptr;
-  for (const char* strategy : {"single", "ddp", "localsgd", "diloco"}) {
+  for (const char* strategy : {"single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco"}) {
     Config cfg = tiny_config(strategy, std::string(strategy) == "single" ? 1 : 3);
+    cfg.noloco.inner_steps = 5;
     cfg.train.log_every = 1;
     cfg.train.eval_every = 5;
     nlohmann::json got = nlohmann::json::array();
@@ -237,6 +238,37 @@ TEST(Train, GoldenTwentyStepTrajectoriesPerStrategyAreUnchanged) {
         }
     }
   }
+}
+
+TEST(Train, MultiWorkerRunsLogParameterCorrelationAndSpartaItsExchangeCounts) {
+  auto events_of = [](const RunSummary& s) {
+    std::vector<nlohmann::json> out;
+    for (const auto& line : s.events) out.push_back(nlohmann::json::parse(line));
+    return out;
+  };
+  Config cfg = tiny_config("sparta", 3);
+  cfg.strategy.correlation_every = 10;
+  cfg.sparta.p = 0.05;
+  int correlations = 0;
+  for (const auto& e : events_of(simulate(cfg))) {
+    if (e["event"] != "train") continue;
+    EXPECT_EQ(e.contains("correlation"), e["step"].get<int64_t>() % 10 == 0) << e.dump();
+    if (e.contains("correlation")) {
+      ++correlations;
+      EXPECT_GT(e["correlation"].get<double>(), 0.5);
+      EXPECT_LT(e["correlation"].get<double>(), 1.0);  // sparse averaging never makes them equal
+      EXPECT_LE(e["correlation_min"].get<double>(), e["correlation"].get<double>());
+    }
+    EXPECT_EQ(e["sparta_exchanges"].get<double>(), e["step"].get<double>());
+    EXPECT_NEAR(e["sparta_fraction"].get<double>(), 0.05, 0.02);
+  }
+  EXPECT_EQ(correlations, 2);
+  // DDP keeps the workers identical: correlation 1; one worker logs none.
+  for (const auto& e : events_of(simulate(tiny_config("ddp", 2))))
+    if (e.contains("correlation")) {
+      EXPECT_NEAR(e["correlation"].get<double>(), 1.0, 1e-12);
+    }
+  for (const auto& e : events_of(simulate(tiny_config("single", 1)))) EXPECT_FALSE(e.contains("correlation"));
 }
 
 TEST(Train, LearningRateWarmsUpLinearlyThenDecaysToTheFloor) {

@@ -379,7 +379,8 @@ std::vector<std::string> validate(const Config& c) {
   need(c.strategy.eval_model != "global" || c.strategy.name == "diloco" || c.strategy.name == "sparta_diloco",
        "strategy.eval_model = 'global' needs a method with a global model (diloco | sparta_diloco)");
   enum_check("strategy.topology", c.strategy.topology, {"global", "ring", "gossip"});
-  need(c.strategy.topology == "global" || c.strategy.name == "sparta" || c.strategy.name == "localsgd",
+  need((c.strategy.topology != "ring" && c.strategy.topology != "gossip") || c.strategy.name == "sparta" ||
+           c.strategy.name == "localsgd",
        "strategy.topology = '" + c.strategy.topology +
            "' applies to sparta and localsgd only (noloco always uses gossip groups)");
   need(c.strategy.correlation_every >= 0, "strategy.correlation_every must be >= 0 (0 = off)");

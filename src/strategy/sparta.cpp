@@ -197,6 +197,8 @@ std::unique_ptr<IndexSelector> make_index_selector(const std::string& kind,
                               "': allowed values are random | partitioned | sequential | layerwise");
 }
 
+uint64_t sparta_selector_seed(uint64_t run_seed) { return mix_seed(run_seed, kSelectorSalt); }
+
 at::Tensor gather_selected(const std::vector<at::Tensor>& params, const Selection& sel) {
   if (params.empty()) return at::empty({0});
   at::Tensor out = at::empty({sel.size()}, params[0].options().requires_grad(false));
@@ -232,7 +234,7 @@ SparseAverager::SparseAverager(const Config& cfg, std::vector<at::Tensor> params
     sizes.push_back(p.numel());
     total_params_ += p.numel();
   }
-  selector_ = make_index_selector(cfg_.selector, sizes, cfg_.p, mix_seed(seed_, kSelectorSalt));
+  selector_ = make_index_selector(cfg_.selector, sizes, cfg_.p, sparta_selector_seed(seed_));
 }
 
 void SparseAverager::after_step(int64_t t) {

@@ -55,6 +55,9 @@ std::unique_ptr<IndexSelector> make_index_selector(const std::string& kind,
                                                    std::vector<int64_t> tensor_sizes, double p,
                                                    uint64_t seed);
 
+// The seed SparseAverager gives its selector for run seed `run_seed`.
+uint64_t sparta_selector_seed(uint64_t run_seed);
+
 // The selected entries of `params` as one contiguous (size) buffer, and back.
 at::Tensor gather_selected(const std::vector<at::Tensor>& params, const Selection& sel);
 void scatter_selected(const std::vector<at::Tensor>& params, const Selection& sel,
