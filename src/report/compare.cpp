@@ -46,14 +46,23 @@ std::string bytes_ratio(double bytes, double base) {
   return fmt("%.3gx", r) + fmt(" (%.4gx fewer)", 1.0 / r);
 }
 
+// The workers' parameter correlation at the end, "-" for one worker or runs
+// made before it was logged.
+std::string final_correlation(const nlohmann::json& summary) {
+  if (!summary.contains("end")) return "-";
+  const auto& end = summary["end"];
+  if (!end.contains("final_correlation") || !end["final_correlation"].is_number()) return "-";
+  return fmt("%.4f", end["final_correlation"].get<double>());
+}
+
 }  // namespace
 
 std::string compare_runs(const std::vector<std::string>& run_dirs) {
   if (run_dirs.empty()) throw std::invalid_argument("compare needs at least one run folder");
   std::ostringstream o;
   o << "| run | strategy | N | steps | global batch tokens | final val loss | vs first | sent/worker (MB) | "
-       "bytes vs first | sim time (s) | utilisation |\n";
-  o << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "bytes vs first | sim time (s) | utilisation | correlation |\n";
+  o << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   double base_loss = 0, base_bytes = 0;
   for (size_t i = 0; i < run_dirs.size(); ++i) {
     const std::filesystem::path dir(run_dirs[i]);
@@ -71,7 +80,7 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
       << fmt("%.2f", bytes / 1e6) << " | "
       << bytes_ratio(bytes, base_bytes)
       << " | " << fmt("%.1f", s.value("sim_time_s", 0.0)) << " | "
-      << fmt("%.1f%%", 100.0 * s.value("compute_utilisation", 1.0)) << " |\n";
+      << fmt("%.1f%%", 100.0 * s.value("compute_utilisation", 1.0)) << " | " << final_correlation(s) << " |\n";
   }
   return o.str();
 }

@@ -141,11 +141,14 @@ class LayerwiseSelector : public IndexSelector {
     size_t j = 0;
     while (pos >= chunks_[j]) pos -= chunks_[j++];
     const int64_t n = sizes_[j];
-    const std::vector<int64_t> perm =
-        seeded_permutation(n, mix_seed(seed_, static_cast<uint64_t>(cycle), j));
+    if (cycle != cached_cycle_ || int64_t(j) != cached_tensor_) {  // one permutation per tensor visit
+      perm_ = seeded_permutation(n, mix_seed(seed_, static_cast<uint64_t>(cycle), j));
+      cached_cycle_ = cycle;
+      cached_tensor_ = int64_t(j);
+    }
     Selection s;
     s.begin.assign(j + 1, 0);
-    s.index.assign(perm.begin() + n * pos / chunks_[j], perm.begin() + n * (pos + 1) / chunks_[j]);
+    s.index.assign(perm_.begin() + n * pos / chunks_[j], perm_.begin() + n * (pos + 1) / chunks_[j]);
     std::sort(s.index.begin(), s.index.end());
     s.begin.resize(sizes_.size() + 1, s.size());
     return s;
@@ -156,6 +159,8 @@ class LayerwiseSelector : public IndexSelector {
   uint64_t seed_;
   std::vector<int64_t> chunks_;
   int64_t cycle_ = 0;
+  int64_t cached_cycle_ = -1, cached_tensor_ = -1;
+  std::vector<int64_t> perm_;
 };
 
 void check_params(const std::vector<at::Tensor>& params, const Selection& sel) {
