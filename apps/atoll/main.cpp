@@ -86,14 +86,15 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
   const bool live = cfg.run.progress && isatty(STDOUT_FILENO);
   const int64_t plain_every = std::max<int64_t>(1, cfg.train.steps / 10);
   hooks.progress = [live, plain_every, last_plain = int64_t(-1)](const atl::ProgressInfo& p) mutable {
-    char line[256];
+    char line[300];
+    const std::string corr = p.correlation >= -1 ? " | corr " + std::to_string(p.correlation).substr(0, 6) : "";
     std::snprintf(line, sizeof line,
-                  "step %lld/%lld | loss %s | val %s | %.0f tok/s | sim %s | sent/worker %s | %s elapsed, ETA %s",
+                  "step %lld/%lld | loss %s | val %s | %.0f tok/s | sim %s | sent/worker %s%s | %s elapsed, ETA %s",
                   (long long)p.step, (long long)p.total_steps,
                   p.step > 0 ? (std::to_string(p.loss).substr(0, 6)).c_str() : "-",
                   p.val_loss >= 0 ? (std::to_string(p.val_loss).substr(0, 6)).c_str() : "-", p.tokens_per_s,
                   format_duration(p.sim_time_s).c_str(), format_bytes(p.bytes_sent_per_worker).c_str(),
-                  format_duration(p.elapsed_s).c_str(), format_duration(p.eta_s).c_str());
+                  corr.c_str(), format_duration(p.elapsed_s).c_str(), format_duration(p.eta_s).c_str());
     if (live) {
       std::printf("\r\033[K%s", line);
       if (p.is_eval || p.step == p.total_steps) std::printf("\n");

@@ -25,6 +25,7 @@ struct ProgressInfo {
   double elapsed_s = 0, eta_s = 0;
   double sim_time_s = 0;       // simulated wall-clock of the slowest worker
   double bytes_sent_per_worker = 0;
+  double correlation = -2;     // latest mean pairwise parameter correlation (< -1: none yet)
   bool is_eval = false;        // this report follows an evaluation
 };
 

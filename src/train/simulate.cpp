@@ -252,6 +252,8 @@ class Simulation {
     }
     info.loss = last_train_loss_;
     info.val_loss = last_val_loss_;
+    if (workers_ > 1 && cfg_.strategy.correlation_every > 0 && step >= cfg_.strategy.correlation_every)
+      info.correlation = last_correlation_;
     if (hooks_.progress) hooks_.progress(info);
     if (step == cfg_.train.steps) finish(loss, sim_time, compute / n, sent / n, tokens_per_s);
   }
