@@ -1,0 +1,191 @@
+#include "strategy/dct.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace atl {
+
+namespace {
+
+std::string shape_str(at::IntArrayRef s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + ")";
+}
+
+void check_float(const at::Tensor& t, const char* what) {
+  if (!t.defined() || (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble))
+    throw std::invalid_argument(std::string(what) + " must be a float32 or float64 tensor");
+  if (!t.device().is_cpu()) throw std::invalid_argument(std::string(what) + " must be on the CPU");
+}
+
+}  // namespace
+
+int64_t dct_block_side(int64_t size, int64_t chunk) {
+  if (size < 1 || chunk < 1)
+    throw std::invalid_argument("dct_block_side needs size >= 1 and chunk >= 1, got " + std::to_string(size) +
+                                ", " + std::to_string(chunk));
+  for (int64_t d = std::min(size, chunk); d > 1; --d)
+    if (size % d == 0) return d;
+  return 1;
+}
+
+at::Tensor dct_matrix(int64_t n, at::ScalarType dtype) {
+  if (n < 1) throw std::invalid_argument("dct_matrix needs n >= 1, got " + std::to_string(n));
+  at::Tensor m = at::empty({n, n}, at::kDouble);
+  double* p = m.data_ptr<double>();
+  for (int64_t k = 0; k < n; ++k) {
+    const double s = std::sqrt((k == 0 ? 1.0 : 2.0) / double(n));
+    for (int64_t j = 0; j < n; ++j)
+      p[k * n + j] = s * std::cos(M_PI * double(2 * j + 1) * double(k) / double(2 * n));
+  }
+  return m.to(dtype);
+}
+
+BlockDct::BlockDct(at::IntArrayRef shape, int64_t chunk) : shape_(shape.vec()) {
+  if (chunk < 1) throw std::invalid_argument("BlockDct needs chunk >= 1, got " + std::to_string(chunk));
+  int64_t numel = 1;
+  for (int64_t s : shape_) numel *= s;
+  if (numel < 1) throw std::invalid_argument("BlockDct needs a non-empty shape, got " + shape_str(shape));
+  two_d_ = shape_.size() >= 2;
+  rows_ = shape_.empty() ? 1 : shape_[0];
+  cols_ = numel / rows_;
+  n1_ = dct_block_side(rows_, chunk);
+  n2_ = two_d_ ? dct_block_side(cols_, chunk) : 1;
+  for (int64_t n : {n1_, n2_}) {
+    if (std::find(sizes_.begin(), sizes_.end(), n) != sizes_.end()) continue;
+    sizes_.push_back(n);
+    double_.push_back(dct_matrix(n, at::kDouble));
+    float_.push_back(double_.back().to(at::kFloat));
+  }
+}
+
+std::vector<int64_t> BlockDct::block_shape() const {
+  return two_d_ ? std::vector<int64_t>{n1_, n2_} : std::vector<int64_t>{n1_};
+}
+
+const at::Tensor& BlockDct::matrix(int64_t n, at::ScalarType dtype) const {
+  const size_t i = size_t(std::find(sizes_.begin(), sizes_.end(), n) - sizes_.begin());
+  return dtype == at::kDouble ? double_.at(i) : float_.at(i);
+}
+
+at::Tensor BlockDct::encode(const at::Tensor& x) const {
+  check_float(x, "BlockDct::encode input");
+  if (x.sizes() != at::IntArrayRef(shape_))
+    throw std::invalid_argument("BlockDct planned for " + shape_str(shape_) + ", got " +
+                                shape_str(x.sizes()));
+  const at::Tensor& d1 = matrix(n1_, x.scalar_type());
+  if (!two_d_) {
+    // Rows of (a / n1, n1) are blocks: c = D1 x for each, i.e. X D1^T.
+    return at::matmul(x.detach().reshape({rows_ / n1_, n1_}), d1.t()).contiguous();
+  }
+  const at::Tensor& d2 = matrix(n2_, x.scalar_type());
+  const at::Tensor b = x.detach().reshape({rows_ / n1_, n1_, cols_ / n2_, n2_}).permute({0, 2, 1, 3});
+  return at::matmul(at::matmul(d1, b), d2.t()).reshape({blocks(), block_size()});
+}
+
+at::Tensor BlockDct::decode(const at::Tensor& coeffs) const {
+  check_float(coeffs, "BlockDct::decode input");
+  if (coeffs.dim() != 2 || coeffs.size(0) != blocks() || coeffs.size(1) != block_size())
+    throw std::invalid_argument("BlockDct::decode expects (" + std::to_string(blocks()) + ", " +
+                                std::to_string(block_size()) + ") coefficients, got " +
+                                shape_str(coeffs.sizes()));
+  const at::Tensor& d1 = matrix(n1_, coeffs.scalar_type());
+  if (!two_d_) return at::matmul(coeffs, d1).reshape(shape_);  // orthonormal: the inverse is D^T
+  const at::Tensor& d2 = matrix(n2_, coeffs.scalar_type());
+  const at::Tensor c = coeffs.reshape({rows_ / n1_, cols_ / n2_, n1_, n2_});
+  return at::matmul(at::matmul(d1.t(), c), d2).permute({0, 2, 1, 3}).reshape(shape_);
+}
+
+BlockTopK block_topk(const at::Tensor& coeffs, int64_t k) {
+  check_float(coeffs, "block_topk input");
+  if (coeffs.dim() != 2) throw std::invalid_argument("block_topk expects (blocks, block_size) coefficients");
+  if (k < 1) throw std::invalid_argument("block_topk needs k >= 1, got " + std::to_string(k));
+  const at::Tensor c = coeffs.detach().contiguous();
+  const int64_t rows = c.size(0), n = c.size(1);
+  k = std::min(k, n);
+  BlockTopK out{at::empty({rows, k}, at::kLong), at::empty({rows, k}, c.options())};
+  AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "block_topk", [&] {
+    std::vector<scalar_t> key(static_cast<size_t>(n));
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    // A strict total order (|v| descending, then index ascending), so the k
+    // first are unique: no dependence on the selection algorithm's tie order.
+    const auto before = [&key](int64_t i, int64_t j) {
+      return key[size_t(i)] > key[size_t(j)] || (key[size_t(i)] == key[size_t(j)] && i < j);
+    };
+    const scalar_t* in = c.data_ptr<scalar_t>();
+    int64_t* index = out.index.data_ptr<int64_t>();
+    scalar_t* value = out.value.data_ptr<scalar_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const scalar_t* row = in + r * n;
+      for (int64_t j = 0; j < n; ++j)
+        key[size_t(j)] = std::isnan(row[j]) ? std::numeric_limits<scalar_t>::infinity() : std::abs(row[j]);
+      std::iota(order.begin(), order.end(), int64_t(0));
+      std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), before);
+      std::sort(order.begin(), order.begin() + k, before);
+      for (int64_t j = 0; j < k; ++j) {
+        index[r * k + j] = order[size_t(j)];
+        value[r * k + j] = row[order[size_t(j)]];
+      }
+    }
+  });
+  return out;
+}
+
+at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, int64_t blocks, int64_t block_size) {
+  if (blocks < 0 || block_size < 1)
+    throw std::invalid_argument("scatter_mean needs blocks >= 0 and block_size >= 1");
+  const at::ScalarType dtype = from_workers.empty() ? at::kFloat : from_workers[0].value.scalar_type();
+  for (size_t w = 0; w < from_workers.size(); ++w) {
+    const BlockTopK& s = from_workers[w];
+    check_float(s.value, "scatter_mean values");
+    if (!s.index.defined() || s.index.scalar_type() != at::kLong || !s.index.device().is_cpu())
+      throw std::invalid_argument("scatter_mean indices must be int64 CPU tensors");
+    if (s.value.scalar_type() != dtype)
+      throw std::invalid_argument("scatter_mean: workers' values differ in dtype");
+    if (s.index.dim() != 2 || s.index.sizes() != s.value.sizes() || s.index.size(0) != blocks)
+      throw std::invalid_argument("scatter_mean: worker " + std::to_string(w) + " sent index " +
+                                  shape_str(s.index.sizes()) + " and value " + shape_str(s.value.sizes()) +
+                                  ", expected matching (" + std::to_string(blocks) + ", k)");
+  }
+  at::Tensor sum = at::zeros({blocks, block_size}, at::TensorOptions().dtype(dtype));
+  std::vector<int32_t> senders(static_cast<size_t>(blocks * block_size), 0);
+  AT_DISPATCH_FLOATING_TYPES(dtype, "scatter_mean", [&] {
+    scalar_t* out = sum.data_ptr<scalar_t>();
+    for (size_t w = 0; w < from_workers.size(); ++w) {
+      const at::Tensor idx = from_workers[w].index.contiguous(), val = from_workers[w].value.contiguous();
+      const int64_t k = idx.size(1);
+      const int64_t* ip = idx.data_ptr<int64_t>();
+      const scalar_t* vp = val.data_ptr<scalar_t>();
+      for (int64_t r = 0; r < blocks; ++r) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t i = ip[r * k + j];
+          if (i < 0 || i >= block_size)
+            throw std::out_of_range("scatter_mean: worker " + std::to_string(w) + " sent index " +
+                                    std::to_string(i) + " outside a block of " + std::to_string(block_size));
+          out[r * block_size + i] += vp[r * k + j];
+          senders[size_t(r * block_size + i)] += 1;
+        }
+      }
+    }
+    for (size_t i = 0; i < senders.size(); ++i)
+      if (senders[i] > 1) out[i] /= static_cast<scalar_t>(senders[i]);
+  });
+  return sum;
+}
+
+int64_t index_bytes_for_block(int64_t block_size) {
+  if (block_size < 1) throw std::invalid_argument("index_bytes_for_block needs block_size >= 1");
+  if (block_size <= (int64_t(1) << 15)) return 2;
+  if (block_size <= (int64_t(1) << 31)) return 4;
+  return 8;
+}
+
+}  // namespace atl
