@@ -203,6 +203,27 @@ TEST(ConfigValidate, OutOfRangeValuesAreNamed) {
          c.strategy.topology = "ring"; }},
       {"noloco group 1", "noloco.group_size", [](Config& c) { c.noloco.group_size = 1; }},
       {"correlation -1", "strategy.correlation_every", [](Config& c) { c.strategy.correlation_every = -1; }},
+      {"codec", "diloco.codec", [](Config& c) { c.diloco.codec = "fp3"; }},
+      {"sparta topk", "sparta.codec", [](Config& c) { c.sparta.codec = "topk"; }},
+      {"palsgd p 1", "palsgd.p", [](Config& c) { c.palsgd.p = 1.0; }},
+      {"palsgd overshoot", "palsgd", [](Config& c) {
+         c.strategy.name = "palsgd";
+         c.strategy.workers = 2;
+         c.optim.lr = 0.5;
+         c.optim.min_lr = 0.0; }},
+      {"demo int16 big chunk", "demo.index_dtype", [](Config& c) { c.demo.chunk = 256; }},
+      {"streaming H not multiple of F", "streaming: diloco.inner_steps", [](Config& c) {
+         c.strategy.name = "streaming";
+         c.strategy.workers = 2;
+         c.model.n_layer = 6;
+         c.streaming.fragment_blocks = 2;
+         c.diloco.inner_steps = 100; }},
+      {"streaming overlap", "streaming.overlap", [](Config& c) {
+         c.strategy.name = "streaming";
+         c.strategy.workers = 2;
+         c.diloco.inner_steps = 4;
+         c.streaming.fragment_blocks = 1;
+         c.streaming.overlap = 1; }},
   };
   for (const Case& k : cases) {
     Config c = default_config();

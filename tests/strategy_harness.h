@@ -71,7 +71,7 @@ inline std::vector<std::vector<at::Tensor>> run_with(const Config& cfg, int64_t 
         auto strategy = make_strategy(cfg, workers[r].params, group.rank(r));
         for (int64_t t = 0; t < steps; ++t) {
           group.rank(r).set_step(t);
-          workers[r].backward(data_seed(r), t);
+          if (strategy->needs_gradient(t)) workers[r].backward(data_seed(r), t);
           strategy->step(t, lr);
           if (o.history) {
             std::vector<at::Tensor> snap;

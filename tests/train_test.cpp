@@ -209,9 +209,12 @@ TEST(Train, FlopsModeSimulatedTimeIsStragglerComputePlusBlockingCommunication) {
 // allows for BLAS kernels that round differently on another CPU.
 TEST(Train, GoldenTwentyStepTrajectoriesPerStrategyAreUnchanged) {
   const bool update = std::getenv("ATOLL_UPDATE_GOLDEN") != nullptr;
-  for (const char* strategy : {"single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco"}) {
+  for (const char* strategy :
+       {"single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco", "palsgd"}) {
     Config cfg = tiny_config(strategy, std::string(strategy) == "single" ? 1 : 3);
     cfg.noloco.inner_steps = 5;
+    cfg.palsgd.inner_steps = 5;
+    cfg.palsgd.ddp_warmup_steps = 5;
     cfg.train.log_every = 1;
     cfg.train.eval_every = 5;
     nlohmann::json got = nlohmann::json::array();
@@ -269,6 +272,27 @@ TEST(Train, MultiWorkerRunsLogParameterCorrelationAndSpartaItsExchangeCounts) {
       EXPECT_NEAR(e["correlation"].get<double>(), 1.0, 1e-12);
     }
   for (const auto& e : events_of(simulate(tiny_config("single", 1)))) EXPECT_FALSE(e.contains("correlation"));
+}
+
+TEST(Train, PalsgdPseudoSyncStepsChargeNoComputeOnTheSimulatedClock) {
+  Config cfg = tiny_config("palsgd", 1);
+  cfg.palsgd.p = 0.3;
+  cfg.palsgd.inner_steps = 4;
+  cfg.palsgd.ddp_warmup_steps = 4;
+  cfg.network.compute_time = "flops";
+  cfg.network.device_flops = 1e9;
+  RunSummary s = simulate(cfg);
+  nlohmann::json start = nlohmann::json::parse(s.events.front()), last_train;
+  for (const auto& line : s.events) {
+    auto e = nlohmann::json::parse(line);
+    if (e["event"] == "train") last_train = e;
+  }
+  const double c = start["flops_per_token"].get<double>() * start["tokens_per_step_per_worker"].get<double>() /
+                   (1e9 * cfg.network.mfu);
+  const double pseudo = last_train["palsgd_pseudo_sync_steps"].get<double>();
+  EXPECT_GT(pseudo, 0);
+  EXPECT_EQ(pseudo + last_train["palsgd_local_steps"].get<double>(), 16);  // after the 4 DDP steps
+  EXPECT_NEAR(last_train["compute_s"].get<double>(), (20 - pseudo) * c, 1e-9);
 }
 
 TEST(Train, LearningRateWarmsUpLinearlyThenDecaysToTheFloor) {

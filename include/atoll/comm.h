@@ -92,8 +92,11 @@ class Communicator {
   int64_t size() const { return size_; }
 
   // In place; Mean divides by size() after summing in rank order.
-  void all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag);
-  Work all_reduce_async(at::Tensor& t, ReduceOp op, const std::string& tag);
+  // `wire_bytes` >= 0 overrides the payload size the ledger and the network
+  // model charge: a compressed payload is encoded, decoded locally and then
+  // reduced in full precision, but only its encoded size travels.
+  void all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag, double wire_bytes = -1);
+  Work all_reduce_async(at::Tensor& t, ReduceOp op, const std::string& tag, double wire_bytes = -1);
   // `out` receives every rank's 1-D tensor in rank order; sizes may differ
   // between ranks (DeMo). Dtypes must match.
   void all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, const std::string& tag);
@@ -110,12 +113,13 @@ class Communicator {
   // rank sits this round out but still counts an op, keeping op sequences
   // equal on all ranks). One ledger entry: |peers|*S sent and received; time
   // alpha + |peers|*S/beta on the slowest link involved (ALGORITHMS.md 7.2).
+  // `wire_bytes` >= 0: encoded size of `send` (see all_reduce).
   void exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                     const std::vector<int64_t>& peers, const std::string& tag);
+                     const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes = -1);
   // Non-blocking variant: data are final at once (in-process), the clock is
   // charged at wait() for what compute since the call did not hide.
   Work exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                           const std::vector<int64_t>& peers, const std::string& tag);
+                           const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes = -1);
   // One-sided point-to-point; recv blocks until the matching send.
   void send(const at::Tensor& t, int64_t dst, const std::string& tag);
   void recv(at::Tensor& t, int64_t src, const std::string& tag);
@@ -164,7 +168,7 @@ class Communicator {
                 const std::vector<int64_t>& participants);
   void finish(double completion);  // blocking ops: clock waits
   double start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                             const std::vector<int64_t>& peers, const std::string& tag);
+                             const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes);
 
   int64_t rank_, size_;
   CollectiveAlgo algo_;

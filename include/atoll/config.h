@@ -75,6 +75,7 @@ struct TrainConfig {
 // Which method trains the model and on how many simulated workers.
 struct StrategyConfig {
   std::string name = "single";    // single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco
+                                  // | palsgd | demo | streaming
   int64_t workers = 1;            // N: simulated workers (threads)
   std::string eval_model = "auto";// auto | global | average | worker0
   bool eval_worker0 = false;      // also report worker 0's loss (average-evaluated methods)
@@ -88,6 +89,50 @@ struct DiLoCoConfig {
   double outer_lr = 0.7;          // lr_out: outer learning rate
   double outer_momentum = 0.9;    // mu: outer momentum
   bool nesterov = true;           // Nesterov (PyTorch SGD nesterov=True) vs heavy ball
+  int64_t ddp_warmup_steps = 0;   // DDP steps before local training (post-local SGD; PALSGD's baseline)
+  std::string codec = "fp32";     // pseudo-gradient payload codec (see [codec])
+};
+
+// DDP's gradient payload.
+struct DdpConfig {
+  std::string codec = "fp32";     // gradient payload codec (see [codec])
+};
+
+// Payload compression shared by every strategy's `codec` (ALGORITHMS.md 8.5).
+struct CodecConfig {
+  int64_t block = 128;            // elements per fp32 scale in int8 / fp4 codecs
+  double topk_density = 0.01;     // fraction of entries the topk codec keeps
+  bool error_feedback = true;     // topk: carry what was not sent into the next payload
+};
+
+// PALSGD (Naganuma et al., TMLR 2025); ALGORITHMS.md 5.
+struct PalsgdConfig {
+  double p = 0.2;                 // p: probability of a pseudo-synchronisation step (prob_no_grad)
+  double eta = 1.0;               // eta: pull strength toward the stored global model
+  int64_t inner_steps = 32;       // H: steps (both kinds) between outer syncs
+  int64_t ddp_warmup_steps = 32;  // T_w: DDP steps before local training
+  double outer_lr = 0.1;          // outer Nesterov learning rate
+  double outer_momentum = 0.9;    // outer momentum
+};
+
+// DeMo (Peng, Quesnelle, Kingma 2024); ALGORITHMS.md 6.
+struct DemoConfig {
+  double beta = 0.999;            // beta: momentum decay (compression_decay)
+  int64_t topk = 32;              // k: DCT coefficients sent per block (compression_topk)
+  int64_t chunk = 64;             // c: DCT block side limit (compression_chunk)
+  std::string index_dtype = "int16"; // int16 (fits any block <= 32768) | int64 (the reference's torch.topk)
+  bool sign = true;               // sign-SGD step (false: plain step on the decoded momentum; for tests)
+  double weight_decay = 0.0;      // decoupled weight decay (DeMo configs: 0)
+};
+
+// Streaming DiLoCo (Douillard et al. 2025); ALGORITHMS.md 3. H, outer lr and
+// momentum come from [diloco].
+struct StreamingConfig {
+  int64_t fragment_blocks = 3;    // transformer blocks per fragment (paper: 3)
+  std::string pattern = "strided";// strided (block l in fragment l mod F) | sequential
+  int64_t overlap = 1;            // tau: inner steps a fragment's all-reduce overlaps (0 = blocking)
+  double alpha = 0.5;             // alpha: merge theta_i <- (1 - alpha) theta_g + alpha theta_i
+  std::string codec = "fp4";      // outer-gradient payload codec (paper: FP4)
 };
 
 // SPARTA: sparse parameter averaging (Beton et al. 2025); ALGORITHMS.md 4.
@@ -100,6 +145,7 @@ struct SpartaConfig {
   double fault_rate = 0.0;             // probability that an exchange is skipped by every worker
   std::string p_schedule = "constant"; // constant | cosine: high during warm-up, cosine to the floor, mean p
   double p_min_factor = 0.1;           // p schedule floor p_min = p_min_factor * p (reference 0.1)
+  std::string codec = "fp32";          // sparse values' payload codec (see [codec])
 };
 
 // NoLoCo (Gensyn 2025); ALGORITHMS.md 8.1: gossip groups, no global collective.
@@ -135,6 +181,11 @@ struct Config {
   DiLoCoConfig diloco;
   SpartaConfig sparta;
   NoLoCoConfig noloco;
+  DdpConfig ddp;
+  CodecConfig codec;
+  PalsgdConfig palsgd;
+  DemoConfig demo;
+  StreamingConfig streaming;
   NetworkConfig network;
 };
 

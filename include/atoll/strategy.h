@@ -26,6 +26,11 @@ class Strategy {
   // Applies step t (0-based global inner step) with inner learning rate `lr`;
   // gradients of the parameters are already computed.
   virtual void step(int64_t t, double lr) = 0;
+  // Whether step t needs a gradient. A method that skips the forward and
+  // backward of some steps (PALSGD's pseudo-synchronisation) returns false:
+  // the driver then draws no batch, charges no compute and calls step()
+  // directly. Must give the same answer however often it is asked.
+  virtual bool needs_gradient(int64_t /*t*/) const { return true; }
   // The model to evaluate if the method keeps a global one (DiLoCo's theta_g),
   // else nullptr (the driver then evaluates the workers' average).
   virtual const std::vector<at::Tensor>* global_params() const { return nullptr; }

@@ -83,9 +83,9 @@ void Communicator::finish(double completion) {
   if (clock_ != nullptr) clock_->wait_until(completion);
 }
 
-void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag) {
+void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag, double wire_bytes) {
   require_defined(t, "all_reduce", "t");
-  const double net = record(CommOp::AllReduce, tag, payload_bytes(t), false, {});
+  const double net = record(CommOp::AllReduce, tag, wire_bytes >= 0 ? wire_bytes : payload_bytes(t), false, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
   const double completion = do_all_reduce(work, op, arrival, net);
@@ -99,9 +99,9 @@ void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag
 // all-reduce would deliver at wait(); what overlap changes is time, and time
 // is charged from `completion` when the Work is waited on (so compute done
 // in between hides the communication).
-Work Communicator::all_reduce_async(at::Tensor& t, ReduceOp op, const std::string& tag) {
+Work Communicator::all_reduce_async(at::Tensor& t, ReduceOp op, const std::string& tag, double wire_bytes) {
   require_defined(t, "all_reduce_async", "t");
-  const double net = record(CommOp::AllReduce, tag, payload_bytes(t), false, {});
+  const double net = record(CommOp::AllReduce, tag, wire_bytes >= 0 ? wire_bytes : payload_bytes(t), false, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
   const double completion = do_all_reduce(work, op, arrival, net);
@@ -186,8 +186,8 @@ void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t pe
 }
 
 double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                                         const std::vector<int64_t>& peers,
-                                         const std::string& tag) {
+                                         const std::vector<int64_t>& peers, const std::string& tag,
+                                         double wire_bytes) {
   require_defined(send, "exchange_with", "send");
   std::vector<int64_t> participants{rank_};
   for (int64_t p : peers) {
@@ -197,7 +197,7 @@ double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at:
                                   " is listed twice; list each peer once");
     participants.push_back(p);
   }
-  const double total = payload_bytes(send) * static_cast<double>(peers.size());
+  const double total = (wire_bytes >= 0 ? wire_bytes : payload_bytes(send)) * static_cast<double>(peers.size());
   const double net = record(CommOp::Exchange, tag, total, false, participants);
   const double arrival = arrival_time();
   const at::Tensor src = contiguous_work(send);
@@ -208,13 +208,14 @@ double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at:
 }
 
 void Communicator::exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                                 const std::vector<int64_t>& peers, const std::string& tag) {
-  finish(start_exchange_with(send, recvs, peers, tag));
+                                 const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes) {
+  finish(start_exchange_with(send, recvs, peers, tag, wire_bytes));
 }
 
 Work Communicator::exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                                       const std::vector<int64_t>& peers, const std::string& tag) {
-  return Work(this, start_exchange_with(send, recvs, peers, tag), nullptr);
+                                       const std::vector<int64_t>& peers, const std::string& tag,
+                                       double wire_bytes) {
+  return Work(this, start_exchange_with(send, recvs, peers, tag, wire_bytes), nullptr);
 }
 
 void Communicator::send(const at::Tensor& t, int64_t dst, const std::string& tag) {

@@ -91,6 +91,8 @@ std::string FieldRef::value_string() const {
   return quote(*s);
 }
 
+#define CODEC_CHOICES "fp32 | fp16 | bf16 | int8 | fp4 (= fp4-e3m0) | fp4-e2m1 | topk"
+
 void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
   FieldRef fields[] = {
       field("run.name", c.run.name, "run folder name under run.out_dir"),
@@ -133,7 +135,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("train.log_every", c.train.log_every, "write a metrics line every this many steps"),
 
       field("strategy.name", c.strategy.name,
-            "single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco"),
+            "single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco | palsgd | demo | streaming"),
       field("strategy.workers", c.strategy.workers, "N: simulated workers"),
       field("strategy.eval_model", c.strategy.eval_model,
             "auto | global | average | worker0: which parameters are evaluated"),
@@ -149,6 +151,36 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("diloco.outer_lr", c.diloco.outer_lr, "lr_out: outer learning rate (paper: 0.7)"),
       field("diloco.outer_momentum", c.diloco.outer_momentum, "mu: outer momentum (paper: 0.9)"),
       field("diloco.nesterov", c.diloco.nesterov, "Nesterov outer momentum (false = heavy ball)"),
+      field("diloco.ddp_warmup_steps", c.diloco.ddp_warmup_steps,
+            "DDP steps before local training starts (post-local SGD)"),
+      field("diloco.codec", c.diloco.codec, "pseudo-gradient codec: " CODEC_CHOICES),
+
+      field("ddp.codec", c.ddp.codec, "gradient codec: " CODEC_CHOICES),
+
+      field("codec.block", c.codec.block, "elements per fp32 scale in the int8 and fp4 codecs"),
+      field("codec.topk_density", c.codec.topk_density, "fraction of entries the topk codec keeps"),
+      field("codec.error_feedback", c.codec.error_feedback,
+            "topk codec: add what was not sent to the next payload"),
+
+      field("palsgd.p", c.palsgd.p, "p: probability of a pseudo-synchronisation step (paper 0.2)"),
+      field("palsgd.eta", c.palsgd.eta, "eta: pull toward the stored global model (paper 1)"),
+      field("palsgd.inner_steps", c.palsgd.inner_steps, "H: steps between outer syncs (paper 32)"),
+      field("palsgd.ddp_warmup_steps", c.palsgd.ddp_warmup_steps, "T_w: DDP warm-up steps (paper 32)"),
+      field("palsgd.outer_lr", c.palsgd.outer_lr, "outer Nesterov learning rate (paper 0.1)"),
+      field("palsgd.outer_momentum", c.palsgd.outer_momentum, "outer momentum (paper 0.9)"),
+
+      field("demo.beta", c.demo.beta, "beta: momentum decay (paper 0.999)"),
+      field("demo.topk", c.demo.topk, "k: DCT coefficients sent per block (paper 32)"),
+      field("demo.chunk", c.demo.chunk, "c: DCT block side limit (paper 64)"),
+      field("demo.index_dtype", c.demo.index_dtype, "int16 | int64: index width on the wire (reference int64)"),
+      field("demo.sign", c.demo.sign, "sign-SGD step (false: step on the decoded momentum)"),
+      field("demo.weight_decay", c.demo.weight_decay, "decoupled weight decay (paper 0)"),
+
+      field("streaming.fragment_blocks", c.streaming.fragment_blocks, "transformer blocks per fragment (paper 3)"),
+      field("streaming.pattern", c.streaming.pattern, "strided | sequential: which blocks form a fragment"),
+      field("streaming.overlap", c.streaming.overlap, "tau: inner steps a fragment's sync overlaps (paper 1)"),
+      field("streaming.alpha", c.streaming.alpha, "alpha: merge weight of the local values (paper 0.5)"),
+      field("streaming.codec", c.streaming.codec, "outer-gradient codec (paper fp4): " CODEC_CHOICES),
 
       field("sparta.p", c.sparta.p, "p: fraction of parameters averaged per exchange (paper 0.005)"),
       field("sparta.selector", c.sparta.selector,
@@ -161,6 +193,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("sparta.p_schedule", c.sparta.p_schedule,
             "constant | cosine: p high early, cosine-decayed to the floor, same mean p"),
       field("sparta.p_min_factor", c.sparta.p_min_factor, "cosine p schedule floor as a fraction of p"),
+      field("sparta.codec", c.sparta.codec, "sparse values' codec: " CODEC_CHOICES),
 
       field("noloco.inner_steps", c.noloco.inner_steps, "H: inner steps between group syncs (paper 50)"),
       field("noloco.outer_lr", c.noloco.outer_lr, "a: outer learning rate (paper 0.7)"),
@@ -371,13 +404,16 @@ std::vector<std::string> validate(const Config& c) {
   need(c.train.eval_batches >= 1, "train.eval_batches must be >= 1");
   need(c.train.log_every >= 1, "train.log_every must be >= 1");
   enum_check("strategy.name", c.strategy.name,
-             {"single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco"});
+             {"single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco", "palsgd", "demo",
+              "streaming"});
   need(c.strategy.workers >= 1 && c.strategy.workers <= 256, "strategy.workers must be in [1, 256]");
   need(c.strategy.name != "single" || c.strategy.workers == 1,
        "strategy.name = 'single' trains one worker: set strategy.workers = 1 or pick another strategy");
   enum_check("strategy.eval_model", c.strategy.eval_model, {"auto", "global", "average", "worker0"});
-  need(c.strategy.eval_model != "global" || c.strategy.name == "diloco" || c.strategy.name == "sparta_diloco",
-       "strategy.eval_model = 'global' needs a method with a global model (diloco | sparta_diloco)");
+  need(c.strategy.eval_model != "global" || c.strategy.name == "diloco" || c.strategy.name == "sparta_diloco" ||
+           c.strategy.name == "palsgd" || c.strategy.name == "streaming",
+       "strategy.eval_model = 'global' needs a method with a global model (diloco | sparta_diloco | palsgd | "
+       "streaming)");
   enum_check("strategy.topology", c.strategy.topology, {"global", "ring", "gossip"});
   need((c.strategy.topology != "ring" && c.strategy.topology != "gossip") || c.strategy.name == "sparta" ||
            c.strategy.name == "localsgd",
@@ -406,6 +442,49 @@ std::vector<std::string> validate(const Config& c) {
   need(c.noloco.outer_lr > 0, "noloco.outer_lr (a) must be > 0");
   need(c.noloco.outer_momentum >= 0 && c.noloco.outer_momentum < 1, "noloco.outer_momentum must be in [0, 1)");
   need(c.noloco.group_size >= 2, "noloco.group_size (G) must be >= 2");
+  for (const auto& [key, value] : {std::pair<std::string, std::string>{"ddp.codec", c.ddp.codec},
+                                   {"diloco.codec", c.diloco.codec},
+                                   {"sparta.codec", c.sparta.codec},
+                                   {"streaming.codec", c.streaming.codec}})
+    enum_check(key, value, {"fp32", "fp16", "bf16", "int8", "fp4", "fp4-e3m0", "fp4-e2m1", "topk"});
+  need(c.sparta.codec != "topk",
+       "sparta.codec = 'topk' is not supported (the selected entries change every exchange); "
+       "use fp32 | fp16 | bf16 | int8 | fp4 | fp4-e2m1");
+  need(c.diloco.ddp_warmup_steps >= 0, "diloco.ddp_warmup_steps must be >= 0");
+  need(c.codec.block >= 1, "codec.block must be >= 1");
+  need(c.codec.topk_density > 0 && c.codec.topk_density <= 1, "codec.topk_density must be in (0, 1]");
+  need(c.palsgd.p >= 0 && c.palsgd.p < 1, "palsgd.p must be in [0, 1)");
+  need(c.palsgd.eta >= 0, "palsgd.eta must be >= 0");
+  need(c.palsgd.inner_steps >= 1, "palsgd.inner_steps (H) must be >= 1");
+  need(c.palsgd.ddp_warmup_steps >= 0, "palsgd.ddp_warmup_steps (T_w) must be >= 0");
+  need(c.palsgd.outer_lr > 0, "palsgd.outer_lr must be > 0");
+  need(c.palsgd.outer_momentum >= 0 && c.palsgd.outer_momentum < 1, "palsgd.outer_momentum must be in [0, 1)");
+  need(c.strategy.name != "palsgd" || c.palsgd.p == 0 || c.optim.lr / c.palsgd.p * c.palsgd.eta < 1,
+       "palsgd: (optim.lr / palsgd.p) * palsgd.eta must be < 1, or the pull overshoots the global model");
+  need(c.demo.beta >= 0 && c.demo.beta < 1, "demo.beta must be in [0, 1)");
+  need(c.demo.topk >= 1, "demo.topk (k) must be >= 1");
+  need(c.demo.chunk >= 1, "demo.chunk (c) must be >= 1");
+  enum_check("demo.index_dtype", c.demo.index_dtype, {"int16", "int64"});
+  need(c.demo.index_dtype != "int16" || c.demo.chunk * c.demo.chunk <= 32768,
+       "demo.index_dtype = 'int16' holds blocks of at most 32768 entries: demo.chunk must be <= 181");
+  need(c.demo.weight_decay >= 0, "demo.weight_decay must be >= 0");
+  need(c.streaming.fragment_blocks >= 1, "streaming.fragment_blocks must be >= 1");
+  enum_check("streaming.pattern", c.streaming.pattern, {"strided", "sequential"});
+  need(c.streaming.overlap >= 0, "streaming.overlap (tau) must be >= 0");
+  need(c.streaming.alpha >= 0 && c.streaming.alpha <= 1, "streaming.alpha must be in [0, 1]");
+  if (c.strategy.name == "streaming" && c.model.kind == "gpt" && c.streaming.fragment_blocks >= 1 &&
+      c.diloco.inner_steps >= 1) {
+    const int64_t fragments = (c.model.n_layer + c.streaming.fragment_blocks - 1) / c.streaming.fragment_blocks;
+    need(c.diloco.inner_steps % fragments == 0,
+         "streaming: diloco.inner_steps (H = " + std::to_string(c.diloco.inner_steps) +
+             ") must be a multiple of the number of fragments F = " + std::to_string(fragments) +
+             " (model.n_layer / streaming.fragment_blocks, rounded up), so one fragment syncs every H/F steps");
+    need(fragments < 1 || c.diloco.inner_steps % fragments != 0 ||
+             c.streaming.overlap < c.diloco.inner_steps / fragments,
+         "streaming.overlap (tau) must be < H/F = " +
+             std::to_string(c.diloco.inner_steps / std::max<int64_t>(1, fragments)) +
+             " so a fragment's sync finishes before the next one starts");
+  }
   need(c.diloco.inner_steps >= 1, "diloco.inner_steps (H) must be >= 1");
   need(c.diloco.outer_lr > 0, "diloco.outer_lr must be > 0");
   need(c.diloco.outer_momentum >= 0 && c.diloco.outer_momentum < 1,

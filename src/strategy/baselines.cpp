@@ -9,14 +9,17 @@ SingleStrategy::SingleStrategy(const Config& cfg, std::vector<at::Tensor> params
 
 void SingleStrategy::step(int64_t, double lr) { inner_.step(lr); }
 
+void average_gradients(const std::vector<at::Tensor>& params, Communicator& comm, PayloadCodec& codec) {
+  at::Tensor grads = flatten_grads(params);
+  mean_all_reduce(comm, codec, grads, "grad");
+  assign_grads(grads, params);
+}
+
 DdpStrategy::DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
-    : params_(params), comm_(comm), inner_(cfg.optim, params) {}
+    : params_(params), comm_(comm), inner_(cfg.optim, params), codec_(cfg.ddp.codec, cfg.codec) {}
 
 void DdpStrategy::step(int64_t, double lr) {
-  // One collective for all tensors: gradients travel as one flat buffer.
-  at::Tensor grads = flatten_grads(params_);
-  comm_.all_reduce(grads, ReduceOp::Mean, "grad");
-  assign_grads(grads, params_);
+  average_gradients(params_, comm_, codec_);
   inner_.step(lr);
 }
 

@@ -3,7 +3,7 @@
 // Single: one worker, no communication: clip, inner AdamW.
 //
 // DDP (synchronous data parallel):
-//   g_bar <- allreduce_mean(g_i)            // P elements every step, tag "grad"
+//   g_bar <- allreduce_mean(g_i)            // P elements every step, tag "grad"; codec ddp.codec
 //   clip(g_bar, 1.0); theta <- AdamW(theta, g_bar)   // identical on all workers
 //
 // Local SGD / FedAvg (McMahan et al. 2017; Stich 2019):
@@ -16,6 +16,7 @@
 
 #include "atoll/strategy.h"
 #include "strategy/inner_optimizer.h"
+#include "strategy/payload.h"
 #include "strategy/topology.h"
 
 namespace atl {
@@ -29,6 +30,10 @@ class SingleStrategy : public Strategy {
   InnerOptimizer inner_;
 };
 
+// Replaces every worker's gradients by their mean: one collective for all
+// tensors (the gradients travel as one flat buffer), tag "grad".
+void average_gradients(const std::vector<at::Tensor>& params, Communicator& comm, PayloadCodec& codec);
+
 class DdpStrategy : public Strategy {
  public:
   DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
@@ -38,6 +43,7 @@ class DdpStrategy : public Strategy {
   std::vector<at::Tensor> params_;
   Communicator& comm_;
   InnerOptimizer inner_;
+  PayloadCodec codec_;
 };
 
 class LocalSgdStrategy : public Strategy {

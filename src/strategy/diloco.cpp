@@ -1,11 +1,13 @@
 #include "strategy/diloco.h"
 
+#include "strategy/baselines.h"
 #include "strategy/flat.h"
 
 namespace atl {
 
-OuterSync::OuterSync(const DiLoCoConfig& cfg, std::vector<at::Tensor> params, Communicator& comm)
-    : params_(std::move(params)), comm_(comm), cfg_(cfg) {
+OuterSync::OuterSync(const DiLoCoConfig& cfg, const CodecConfig& codec, std::vector<at::Tensor> params,
+                     Communicator& comm)
+    : params_(std::move(params)), comm_(comm), cfg_(cfg), codec_(cfg.codec, codec) {
   global_ = flatten_values(params_);
   momentum_ = at::zeros_like(global_);
   global_views_ = views_of(global_, params_);
@@ -14,7 +16,7 @@ OuterSync::OuterSync(const DiLoCoConfig& cfg, std::vector<at::Tensor> params, Co
 void OuterSync::sync() {
   at::NoGradGuard no_grad;
   at::Tensor delta = global_ - flatten_values(params_);  // points from the workers back to theta_g
-  comm_.all_reduce(delta, ReduceOp::Mean, "pseudo-grad");
+  mean_all_reduce(comm_, codec_, delta, "pseudo-grad");
   const double mu = cfg_.outer_momentum;
   momentum_.mul_(mu).add_(delta);
   at::Tensor update = cfg_.nesterov ? delta.add(momentum_, mu) : momentum_;
@@ -22,10 +24,28 @@ void OuterSync::sync() {
   assign_values(global_, params_);
 }
 
+void OuterSync::reset_global() {
+  at::NoGradGuard no_grad;
+  global_.copy_(flatten_values(params_));
+  momentum_.zero_();
+}
+
 DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
-    : inner_(cfg.optim, params), outer_(cfg.diloco, params, comm), inner_steps_(cfg.diloco.inner_steps) {}
+    : params_(params),
+      comm_(comm),
+      inner_(cfg.optim, params),
+      outer_(cfg.diloco, cfg.codec, params, comm),
+      grad_codec_("fp32", cfg.codec),
+      inner_steps_(cfg.diloco.inner_steps),
+      warmup_(cfg.diloco.ddp_warmup_steps) {}
 
 void DiLoCoStrategy::step(int64_t t, double lr) {
+  if (t < warmup_) {
+    average_gradients(params_, comm_, grad_codec_);
+    inner_.step(lr);
+    if (t + 1 == warmup_) outer_.reset_global();
+    return;
+  }
   inner_.step(lr);
   if ((t + 1) % inner_steps_ == 0) outer_.sync();
 }

@@ -9,11 +9,17 @@
 //   theta_i <- theta_g
 //
 // Config: diloco.inner_steps = H (500), diloco.outer_lr = lr_out (0.7),
-// diloco.outer_momentum = mu (0.9), diloco.nesterov (true).
+// diloco.outer_momentum = mu (0.9), diloco.nesterov (true), diloco.codec
+// (the pseudo-gradient's payload codec), diloco.ddp_warmup_steps (T_w: DDP
+// steps first, post-local SGD as in PALSGD's baseline; rounds are then
+// counted on the global step, syncing after steps t with (t + 1) mod H = 0).
+// Workers, then: theta_i <- theta_g, with theta_g snapshot at the end of the
+// warm-up (DDP keeps replicas bitwise identical, so no average is needed).
 #pragma once
 
 #include "atoll/strategy.h"
 #include "strategy/inner_optimizer.h"
+#include "strategy/payload.h"
 
 namespace atl {
 
@@ -22,15 +28,20 @@ namespace atl {
 // theta_g and buf are one flat buffer each; global_params() are views of it.
 class OuterSync {
  public:
-  OuterSync(const DiLoCoConfig& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  // `lr_out`, `mu` and `nesterov` from cfg; the codec from cfg.codec.
+  OuterSync(const DiLoCoConfig& cfg, const CodecConfig& codec, std::vector<at::Tensor> params,
+            Communicator& comm);
   // All-reduces the pseudo-gradient, steps theta_g, resets the worker to it.
   void sync();
+  // theta_g <- the worker's current parameters (after a DDP warm-up).
+  void reset_global();
   const std::vector<at::Tensor>* global_params() const { return &global_views_; }
 
  private:
   std::vector<at::Tensor> params_;
   Communicator& comm_;
   DiLoCoConfig cfg_;
+  PayloadCodec codec_;
   at::Tensor global_;    // (P) theta_g
   at::Tensor momentum_;  // (P) outer buf
   std::vector<at::Tensor> global_views_;
@@ -43,9 +54,12 @@ class DiLoCoStrategy : public Strategy {
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
 
  private:
+  std::vector<at::Tensor> params_;
+  Communicator& comm_;
   InnerOptimizer inner_;
   OuterSync outer_;
-  int64_t inner_steps_;
+  PayloadCodec grad_codec_;  // DDP warm-up: uncompressed gradients
+  int64_t inner_steps_, warmup_;
 };
 
 }  // namespace atl

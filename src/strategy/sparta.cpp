@@ -233,7 +233,11 @@ SparseAverager::SparseAverager(const Config& cfg, std::vector<at::Tensor> params
       steps_(cfg.train.steps),
       warmup_(cfg.optim.warmup_steps),
       params_(std::move(params)),
-      mixer_(parse_topology(cfg.strategy.topology), comm, static_cast<uint64_t>(cfg.run.seed)) {
+      mixer_(parse_topology(cfg.strategy.topology), comm, static_cast<uint64_t>(cfg.run.seed)),
+      codec_(cfg.sparta.codec, cfg.codec) {
+  if (codec_.sparse())
+    throw std::invalid_argument("sparta.codec = 'topk' is not supported: the selected entries change every "
+                                "exchange; use a dense codec (fp16 | bf16 | int8 | fp4)");
   std::vector<int64_t> sizes;
   for (const auto& p : params_) {
     sizes.push_back(p.numel());
@@ -258,7 +262,8 @@ void SparseAverager::after_step(int64_t t) {
       if (f.selection.size() > 0) {  // same size on every rank: all skip together
         f.values = gather_selected(params_, f.selection);
         if (cfg_.apply == "delta") f.sent = f.values.clone();
-        f.mix = mixer_.start(f.values, exchange, "sparse", /*async=*/cfg_.delay > 0);
+        const double wire = codec_.encode(f.values);
+        f.mix = mixer_.start(f.values, exchange, "sparse", /*async=*/cfg_.delay > 0, codec_.lossless() ? -1 : wire);
         in_flight_.push_back(std::move(f));
       }
     }
@@ -298,7 +303,7 @@ SpartaDiLoCoStrategy::SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Te
                                            Communicator& comm)
     : inner_(cfg.optim, params),
       sparse_(cfg, params, comm),
-      outer_(cfg.diloco, params, comm),
+      outer_(cfg.diloco, cfg.codec, params, comm),
       inner_steps_(cfg.diloco.inner_steps) {}
 
 void SpartaDiLoCoStrategy::step(int64_t t, double lr) {

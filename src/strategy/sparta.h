@@ -23,6 +23,7 @@
 #include "atoll/strategy.h"
 #include "strategy/diloco.h"
 #include "strategy/inner_optimizer.h"
+#include "strategy/payload.h"
 #include "strategy/topology.h"
 
 namespace atl {
@@ -91,6 +92,7 @@ class SparseAverager {
   std::vector<at::Tensor> params_;
   std::unique_ptr<IndexSelector> selector_;
   Mixer mixer_;
+  PayloadCodec codec_;
   std::deque<InFlight> in_flight_;
   int64_t exchanges_ = 0, skipped_ = 0, applied_ = 0;
   double selected_ = 0;

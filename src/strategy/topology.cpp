@@ -60,25 +60,26 @@ std::vector<int64_t> Mixer::peers(int64_t round) const {
   return {};
 }
 
-PendingMix Mixer::start(at::Tensor v, int64_t round, const std::string& tag, bool async) {
+PendingMix Mixer::start(at::Tensor v, int64_t round, const std::string& tag, bool async,
+                        double wire_bytes) {
   PendingMix p;
   p.pending_ = true;
   p.target_ = v;
   p.rank_ = comm_.rank();
   if (topology_ == Topology::Global) {
     if (async) {
-      p.work_ = comm_.all_reduce_async(v, ReduceOp::Mean, tag);
+      p.work_ = comm_.all_reduce_async(v, ReduceOp::Mean, tag, wire_bytes);
     } else {
-      comm_.all_reduce(v, ReduceOp::Mean, tag);
+      comm_.all_reduce(v, ReduceOp::Mean, tag, wire_bytes);
     }
     return p;
   }
   p.peers_ = peers(round);
   p.own_ = v.clone();
   if (async) {
-    p.work_ = comm_.exchange_with_async(p.own_, p.received_, p.peers_, tag);
+    p.work_ = comm_.exchange_with_async(p.own_, p.received_, p.peers_, tag, wire_bytes);
   } else {
-    comm_.exchange_with(p.own_, p.received_, p.peers_, tag);
+    comm_.exchange_with(p.own_, p.received_, p.peers_, tag, wire_bytes);
   }
   return p;
 }

@@ -59,7 +59,8 @@ class Mixer {
   // Starts mixing `v` at exchange number `round`; `v` holds the result after
   // wait(). `async` uses the non-blocking ops (the clock is charged at wait).
   // Every rank calls start with the same round, the same numel and dtype.
-  PendingMix start(at::Tensor v, int64_t round, const std::string& tag, bool async);
+  // `wire_bytes` >= 0: v's encoded size, if a codec compressed it.
+  PendingMix start(at::Tensor v, int64_t round, const std::string& tag, bool async, double wire_bytes = -1);
   void mix(at::Tensor v, int64_t round, const std::string& tag) {
     start(std::move(v), round, tag, /*async=*/false).wait();
   }

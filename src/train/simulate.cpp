@@ -128,6 +128,12 @@ class Simulation {
     observe_at(w, 0);
     for (int64_t t = 0; t < cfg_.train.steps; ++t) {
       comm.set_step(t);
+      if (!strategy->needs_gradient(t)) {
+        // No batch drawn, no compute charged: only the strategy's own update.
+        strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
+        observe_at(w, t + 1);
+        continue;
+      }
       double t0 = 0, t1 = 0;
       at::Tensor loss;
       {

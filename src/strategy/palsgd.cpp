@@ -1,0 +1,65 @@
+#include "strategy/palsgd.h"
+
+#include <ATen/ATen.h>
+
+#include "atoll/data.h"
+#include "strategy/baselines.h"
+
+namespace atl {
+namespace {
+
+DiLoCoConfig outer_config(const PalsgdConfig& p) {
+  DiLoCoConfig d;
+  d.inner_steps = p.inner_steps;
+  d.outer_lr = p.outer_lr;
+  d.outer_momentum = p.outer_momentum;
+  d.nesterov = true;
+  return d;
+}
+
+}  // namespace
+
+PalsgdStrategy::PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
+    : params_(params),
+      comm_(comm),
+      cfg_(cfg.palsgd),
+      // Private to this worker: (run seed, worker) — workers flip their own coins.
+      coin_seed_(mix_seed(static_cast<uint64_t>(cfg.run.seed), static_cast<uint64_t>(comm.rank()) + 1, 0x9a15)),
+      inner_(cfg.optim, params),
+      outer_(outer_config(cfg.palsgd), cfg.codec, params, comm),
+      grad_codec_("fp32", cfg.codec) {}
+
+bool PalsgdStrategy::pseudo_sync(int64_t t) const {
+  if (t < cfg_.ddp_warmup_steps || cfg_.p <= 0) return false;
+  uint64_t state = mix_seed(coin_seed_, static_cast<uint64_t>(t));
+  return uniform01(state) < cfg_.p;
+}
+
+void PalsgdStrategy::step(int64_t t, double lr) {
+  if (t < cfg_.ddp_warmup_steps) {
+    average_gradients(params_, comm_, grad_codec_);
+    inner_.step(lr);
+    if (t + 1 == cfg_.ddp_warmup_steps) outer_.reset_global();
+    return;
+  }
+  if (pseudo_sync(t)) {
+    at::NoGradGuard no_grad;
+    const double pull = lr / cfg_.p * cfg_.eta;
+    const auto& global = *outer_.global_params();
+    for (size_t k = 0; k < params_.size(); ++k) {
+      at::Tensor p = params_[k];
+      p.sub_(p - global[k], pull);
+    }
+    ++pseudo_steps_;
+  } else {
+    inner_.step(lr / (1.0 - cfg_.p));
+    ++local_steps_;
+  }
+  if ((t + 1) % cfg_.inner_steps == 0) outer_.sync();
+}
+
+std::map<std::string, double> PalsgdStrategy::stats() const {
+  return {{"palsgd_pseudo_sync_steps", double(pseudo_steps_)}, {"palsgd_local_steps", double(local_steps_)}};
+}
+
+}  // namespace atl

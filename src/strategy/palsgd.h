@@ -1,0 +1,49 @@
+// PALSGD: Pseudo-Asynchronous Local SGD (Naganuma et al., TMLR 2025,
+// arXiv 2504.18454); ALGORITHMS.md 5.
+//
+//   t < T_w:  DDP (gradient all-reduce every step); then theta_bar <- theta_i
+//             (DDP keeps the replicas bitwise identical, so no average is needed)
+//   t >= T_w, each worker on its own coin flip (seed, worker, step):
+//     with probability p, a pseudo-synchronisation step (no batch, no
+//     forward/backward, no communication):
+//         theta_i <- theta_i - (lr / p) * eta * (theta_i - theta_bar)
+//     otherwise a local AdamW step with learning rate lr / (1 - p)
+//     after steps with (t + 1) mod H = 0 (both kinds count):
+//         DiLoCo's outer Nesterov step on mean(theta_bar - theta_i); theta_i <- theta_bar
+//
+// In expectation a step is SGD on f(theta) + (eta / 2) |theta - theta_bar|^2:
+// a proximal pull toward the last consensus, applied by randomised splitting.
+// With p = 0 this is DiLoCo with a DDP warm-up of T_w steps.
+// Config: palsgd.p (0.2), eta (1), inner_steps H (32), ddp_warmup_steps T_w
+// (32), outer_lr (0.1), outer_momentum (0.9).
+#pragma once
+
+#include "atoll/strategy.h"
+#include "strategy/diloco.h"
+#include "strategy/inner_optimizer.h"
+#include "strategy/payload.h"
+
+namespace atl {
+
+class PalsgdStrategy : public Strategy {
+ public:
+  PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  bool needs_gradient(int64_t t) const override { return !pseudo_sync(t); }
+  void step(int64_t t, double lr) override;
+  const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
+  std::map<std::string, double> stats() const override;
+
+ private:
+  bool pseudo_sync(int64_t t) const;
+
+  std::vector<at::Tensor> params_;
+  Communicator& comm_;
+  PalsgdConfig cfg_;
+  uint64_t coin_seed_;
+  InnerOptimizer inner_;
+  OuterSync outer_;
+  PayloadCodec grad_codec_;
+  int64_t pseudo_steps_ = 0, local_steps_ = 0;
+};
+
+}  // namespace atl

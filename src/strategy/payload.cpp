@@ -1,0 +1,73 @@
+#include "strategy/payload.h"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <vector>
+
+namespace atl {
+
+PayloadCodec::PayloadCodec(const std::string& name, const CodecConfig& cfg) : name_(name) {
+  if (name == "fp32") return;
+  sparse_ = name == "topk";
+  auto codec = make_codec(name, cfg.block, cfg.topk_density, /*index_bytes=*/4);
+  if (sparse_ && cfg.error_feedback) {
+    feedback_ = std::make_unique<ErrorFeedback>(std::move(codec));
+  } else {
+    codec_ = std::move(codec);
+  }
+}
+
+double PayloadCodec::encode(at::Tensor& x) {
+  if (!codec_ && !feedback_) return double(x.numel()) * double(x.element_size());
+  Encoded e = feedback_ ? feedback_->round_trip(x) : codec_->round_trip(x);
+  x.copy_(e.decoded);
+  return e.bytes;
+}
+
+namespace {
+
+// Sparse payload on the wire: int32 indices then fp32 values, as bytes.
+at::Tensor pack_sparse(const at::Tensor& x) {
+  const at::Tensor idx = x.nonzero().reshape({-1}).to(at::kInt);
+  const at::Tensor val = x.index_select(0, idx.to(at::kLong)).to(at::kFloat).contiguous();
+  const int64_t k = idx.numel();
+  at::Tensor packed = at::empty({k * 8}, at::kByte);
+  std::memcpy(packed.data_ptr<uint8_t>(), idx.data_ptr<int32_t>(), size_t(k) * 4);
+  std::memcpy(packed.data_ptr<uint8_t>() + k * 4, val.data_ptr<float>(), size_t(k) * 4);
+  return packed;
+}
+
+void add_sparse(at::Tensor& acc, const at::Tensor& packed) {
+  const int64_t k = packed.numel() / 8;
+  at::Tensor idx = at::empty({k}, at::kInt), val = at::empty({k}, at::kFloat);
+  std::memcpy(idx.data_ptr<int32_t>(), packed.data_ptr<uint8_t>(), size_t(k) * 4);
+  std::memcpy(val.data_ptr<float>(), packed.data_ptr<uint8_t>() + k * 4, size_t(k) * 4);
+  acc.index_add_(0, idx.to(at::kLong), val.to(acc.scalar_type()));
+}
+
+}  // namespace
+
+void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag) {
+  const double bytes = codec.encode(x);
+  if (!codec.sparse()) {
+    comm.all_reduce(x, ReduceOp::Mean, tag, codec.lossless() ? -1 : bytes);
+    return;
+  }
+  std::vector<at::Tensor> all;
+  comm.all_gather(pack_sparse(x), all, tag);
+  at::Tensor acc = at::zeros_like(x);
+  for (const auto& packed : all) add_sparse(acc, packed);  // rank order: reproducible
+  x.copy_(acc.div_(double(comm.size())));
+}
+
+Work mean_all_reduce_async(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag) {
+  if (codec.sparse()) {
+    mean_all_reduce(comm, codec, x, tag);
+    return Work();
+  }
+  const double bytes = codec.encode(x);
+  return comm.all_reduce_async(x, ReduceOp::Mean, tag, codec.lossless() ? -1 : bytes);
+}
+
+}  // namespace atl
