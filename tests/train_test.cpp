@@ -210,11 +210,12 @@ TEST(Train, FlopsModeSimulatedTimeIsStragglerComputePlusBlockingCommunication) {
 TEST(Train, GoldenTwentyStepTrajectoriesPerStrategyAreUnchanged) {
   const bool update = std::getenv("ATOLL_UPDATE_GOLDEN") != nullptr;
   for (const char* strategy :
-       {"single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco", "palsgd"}) {
+       {"single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco", "palsgd", "demo", "streaming"}) {
     Config cfg = tiny_config(strategy, std::string(strategy) == "single" ? 1 : 3);
     cfg.noloco.inner_steps = 5;
     cfg.palsgd.inner_steps = 5;
     cfg.palsgd.ddp_warmup_steps = 5;
+    cfg.streaming.fragment_blocks = 1;  // one block: one fragment
     cfg.train.log_every = 1;
     cfg.train.eval_every = 5;
     nlohmann::json got = nlohmann::json::array();
@@ -293,6 +294,37 @@ TEST(Train, PalsgdPseudoSyncStepsChargeNoComputeOnTheSimulatedClock) {
   EXPECT_GT(pseudo, 0);
   EXPECT_EQ(pseudo + last_train["palsgd_local_steps"].get<double>(), 16);  // after the 4 DDP steps
   EXPECT_NEAR(last_train["compute_s"].get<double>(), (20 - pseudo) * c, 1e-9);
+}
+
+TEST(Train, StreamingOverlapHidesAFragmentsAllReduceBehindTheNextSteps) {
+  // Flops mode, identical workers: with tau = 0 every fragment sync blocks
+  // for its transfer time; with tau = 1 the next step's compute (longer than
+  // any fragment's transfer here) hides it completely.
+  double blocked[2] = {0, 0};
+  for (int64_t tau : {0, 1}) {
+    Config cfg = tiny_config("streaming", 2);
+    cfg.model.n_layer = 2;
+    cfg.streaming.fragment_blocks = 1;  // F = 2
+    cfg.streaming.overlap = tau;
+    cfg.streaming.codec = "fp32";
+    cfg.diloco.inner_steps = 4;
+    cfg.network.compute_time = "flops";
+    cfg.network.device_flops = 1e9;
+    RunSummary s = simulate(cfg);
+    nlohmann::json start = nlohmann::json::parse(s.events.front());
+    const double c = start["flops_per_token"].get<double>() * start["tokens_per_step_per_worker"].get<double>() /
+                     (1e9 * cfg.network.mfu);
+    // Whole model through one link in half a step: each fragment takes less.
+    cfg.network.bandwidth = std::to_string(4.0 * double(s.params) / (0.5 * c));
+    s = simulate(cfg);
+    for (const auto& line : s.events) {
+      auto e = nlohmann::json::parse(line);
+      if (e["event"] == "train") blocked[tau] = e["blocked_s"].get<double>();
+    }
+    EXPECT_NEAR(s.sim_seconds, 20 * c + blocked[tau], 1e-9) << "tau " << tau;
+  }
+  EXPECT_GT(blocked[0], 0);
+  EXPECT_NEAR(blocked[1], 0, 1e-12);
 }
 
 TEST(Train, LearningRateWarmsUpLinearlyThenDecaysToTheFloor) {

@@ -40,8 +40,10 @@ class Strategy {
 };
 
 // Builds the strategy named by cfg.strategy.name for one worker.
-// `params` are the worker's model parameters (shared storage with the model).
+// `params` are the worker's model parameters (shared storage with the model);
+// `names` their names ("h0.attn.weight"), used by methods that group
+// parameters by transformer block (Streaming DiLoCo); may be empty.
 std::unique_ptr<Strategy> make_strategy(const Config& cfg, std::vector<at::Tensor> params,
-                                        Communicator& comm);
+                                        Communicator& comm, const std::vector<std::string>& names = {});
 
 }  // namespace atl

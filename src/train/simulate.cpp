@@ -113,7 +113,9 @@ class Simulation {
     Communicator& comm = *slot.comm;
     comm.attach_clock(&slot.clock, &net_);
     auto stream = data_.stream(w, workers_, mix_seed(static_cast<uint64_t>(cfg_.run.seed), uint64_t(w) + 1, 0xda7a));
-    auto strategy = make_strategy(cfg_, slot.params, comm);
+    std::vector<std::string> names;
+    for (const auto& item : slot.model->named_parameters()) names.push_back(item.key());
+    auto strategy = make_strategy(cfg_, slot.params, comm, names);
     slot.global = strategy->global_params();
     slot.strategy = strategy.get();
     slot.model->train();

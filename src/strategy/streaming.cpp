@@ -1,0 +1,112 @@
+#include "strategy/streaming.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <regex>
+#include <stdexcept>
+
+namespace atl {
+
+std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int64_t tensors,
+                                      int64_t fragment_blocks, const std::string& pattern, int64_t* fragments) {
+  // Block of each tensor: l for "h<l>.", -1 before the first block, n after the last.
+  std::vector<int64_t> block(size_t(tensors), -2);
+  static const std::regex block_name(R"(^h(\d+)\.)");
+  int64_t blocks = 0;
+  for (size_t k = 0; k < names.size() && k < size_t(tensors); ++k) {
+    std::smatch m;
+    if (std::regex_search(names[k], m, block_name)) {
+      block[k] = std::stoll(m[1]);
+      blocks = std::max(blocks, block[k] + 1);
+    }
+  }
+  if (blocks == 0) {  // no transformer blocks: every tensor is a block
+    for (int64_t k = 0; k < tensors; ++k) block[size_t(k)] = k;
+    blocks = tensors;
+  } else {
+    bool seen_block = false;
+    for (auto& b : block) {
+      if (b >= 0) seen_block = true;
+      else b = seen_block ? blocks : -1;
+    }
+  }
+  const int64_t f = std::max<int64_t>(1, (blocks + fragment_blocks - 1) / fragment_blocks);
+  *fragments = f;
+  std::vector<int64_t> out;
+  for (int64_t b : block) {
+    if (b < 0) out.push_back(0);
+    else if (b >= blocks) out.push_back(f - 1);
+    else out.push_back(pattern == "sequential" ? std::min(f - 1, b / fragment_blocks) : b % f);
+  }
+  return out;
+}
+
+StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params,
+                                                 Communicator& comm, const std::vector<std::string>& names)
+    : params_(params), comm_(comm), inner_(cfg.optim, params), outer_(cfg.diloco), cfg_(cfg.streaming) {
+  at::NoGradGuard no_grad;
+  int64_t count = 0;
+  const auto which = assign_fragments(names, int64_t(params_.size()), cfg_.fragment_blocks, cfg_.pattern, &count);
+  const int64_t h = outer_.inner_steps;
+  if (h % count != 0 || cfg_.overlap >= h / count)
+    throw std::invalid_argument("streaming: " + std::to_string(count) + " fragments need diloco.inner_steps (H = " +
+                                std::to_string(h) + ") to be a multiple of F and streaming.overlap < H/F");
+  fragments_.resize(size_t(count));
+  for (int64_t p = 0; p < count; ++p) {
+    fragments_[size_t(p)].offset = (p + 1) * (h / count) - 1;
+    fragments_[size_t(p)].codec = std::make_unique<PayloadCodec>(cfg_.codec, cfg.codec);
+  }
+  for (size_t k = 0; k < params_.size(); ++k) {
+    fragments_[size_t(which[k])].members.push_back(k);
+    global_.push_back(params_[k].detach().clone());
+    momentum_.push_back(at::zeros_like(global_.back()));
+  }
+}
+
+void StreamingDiLoCoStrategy::step(int64_t t, double lr) {
+  inner_.step(lr);
+  const int64_t h = outer_.inner_steps;
+  for (size_t p = 0; p < fragments_.size(); ++p) {
+    const int64_t due = t - fragments_[p].offset + cfg_.overlap;
+    if (due >= 0 && due % h == 0) prepare(fragments_[p], p);
+  }
+  for (auto& f : fragments_) {
+    const int64_t due = t - f.offset;
+    if (due >= 0 && due % h == 0 && f.delta.defined()) perform(f);
+  }
+}
+
+void StreamingDiLoCoStrategy::prepare(Fragment& f, size_t index) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> parts;
+  for (size_t k : f.members) parts.push_back((global_[k] - params_[k].detach()).reshape({-1}));
+  f.delta = parts.empty() ? at::zeros({0}, global_[0].options()) : at::cat(parts);
+  f.work = mean_all_reduce_async(comm_, *f.codec, f.delta, "fragment/" + std::to_string(index));
+}
+
+void StreamingDiLoCoStrategy::perform(Fragment& f) {
+  at::NoGradGuard no_grad;
+  f.work.wait();
+  const double mu = outer_.outer_momentum, alpha = cfg_.alpha;
+  int64_t offset = 0;
+  for (size_t k : f.members) {
+    const at::Tensor delta = f.delta.narrow(0, offset, global_[k].numel()).view_as(global_[k]);
+    offset += global_[k].numel();
+    momentum_[k].mul_(mu).add_(delta);
+    const at::Tensor update = outer_.nesterov ? delta.add(momentum_[k], mu) : momentum_[k];
+    global_[k].sub_(update, outer_.outer_lr);
+    at::Tensor local = params_[k];
+    local.copy_(global_[k] * (1.0 - alpha) + local * alpha);
+  }
+  f.delta = at::Tensor();
+  ++f.syncs;
+}
+
+std::map<std::string, double> StreamingDiLoCoStrategy::stats() const {
+  double syncs = 0;
+  for (const auto& f : fragments_) syncs += double(f.syncs);
+  return {{"streaming_fragment_syncs", syncs}, {"streaming_fragments", double(fragments_.size())}};
+}
+
+}  // namespace atl

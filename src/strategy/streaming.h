@@ -1,0 +1,71 @@
+// Streaming DiLoCo (Douillard et al. 2025, arXiv 2501.18512); ALGORITHMS.md 3.
+//
+// DiLoCo, but the parameters are cut into F fragments of `fragment_blocks`
+// transformer blocks (strided: block l in fragment l mod F; sequential:
+// consecutive blocks; embeddings go with the first fragment, the final norm
+// and head with the last). Fragment p syncs once per H steps at offset
+// o_p = (p + 1) H / F - 1, so one fragment syncs every H / F steps:
+//
+//   after step t with (t - o_p + tau) mod H = 0:            "prepare", tau steps early
+//     Delta_i[p] <- theta_g[p] - theta_i[p];  start all-reduce of codec(Delta_i[p])   // tag "fragment/p"
+//   after step t with (t - o_p) mod H = 0:                   "perform"
+//     wait; buf[p] <- mu buf[p] + Delta[p]
+//     theta_g[p] <- theta_g[p] - lr_out (Delta[p] + mu buf[p])      // Nesterov, this fragment only
+//     theta_i[p] <- (1 - alpha) theta_g[p] + alpha theta_i[p]       // theta_i[p]: current local values
+//
+// The all-reduce is non-blocking: the tau inner steps in between hide its
+// time on the virtual clock. Config: streaming.fragment_blocks (3), pattern
+// (strided), overlap tau (1), alpha (0.5), codec (fp4); H, lr_out, mu and
+// Nesterov from [diloco]. With F = 1, tau = 0, alpha = 0 and codec fp32 it
+// is DiLoCo.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "atoll/strategy.h"
+#include "strategy/inner_optimizer.h"
+#include "strategy/payload.h"
+
+namespace atl {
+
+// Fragment of each parameter. `names` are the model's parameter names
+// ("h3.attn.weight"); parameters outside "h<l>." blocks before the first
+// block belong to the first fragment, after the last to the last. Without
+// block names (MLPs, tests) every tensor counts as one block.
+std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int64_t tensors,
+                                      int64_t fragment_blocks, const std::string& pattern, int64_t* fragments);
+
+class StreamingDiLoCoStrategy : public Strategy {
+ public:
+  StreamingDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                          const std::vector<std::string>& names);
+  void step(int64_t t, double lr) override;
+  const std::vector<at::Tensor>* global_params() const override { return &global_; }
+  std::map<std::string, double> stats() const override;
+  int64_t fragments() const { return static_cast<int64_t>(fragments_.size()); }
+
+ private:
+  struct Fragment {
+    std::vector<size_t> members;      // parameter indices
+    int64_t offset = 0;               // o_p
+    std::unique_ptr<PayloadCodec> codec;
+    at::Tensor delta;                 // in flight between prepare and perform
+    Work work;
+    int64_t syncs = 0;
+  };
+  void prepare(Fragment& f, size_t index);
+  void perform(Fragment& f);
+
+  std::vector<at::Tensor> params_;
+  Communicator& comm_;
+  InnerOptimizer inner_;
+  DiLoCoConfig outer_;
+  StreamingConfig cfg_;
+  std::vector<at::Tensor> global_;    // theta_g per parameter
+  std::vector<at::Tensor> momentum_;  // buf per parameter
+  std::vector<Fragment> fragments_;
+};
+
+}  // namespace atl
