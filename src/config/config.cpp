@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <set>
@@ -55,9 +56,15 @@ std::string quote(const std::string& s) {
 }
 
 std::string format_double(double v) {
-  std::ostringstream o;
-  o << std::setprecision(17) << v;
-  std::string s = o.str();
+  // The shortest of 15..17 significant digits that reads back exactly: 0.2
+  // stays "0.2" instead of 0.20000000000000001, and round trips stay exact.
+  std::string s;
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::ostringstream o;
+    o << std::setprecision(digits) << v;
+    s = o.str();
+    if (std::strtod(s.c_str(), nullptr) == v) break;
+  }
   // TOML floats need a '.' or an exponent.
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
@@ -193,7 +200,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("sparta.p_schedule", c.sparta.p_schedule,
             "constant | cosine: p high early, cosine-decayed to the floor, same mean p"),
       field("sparta.p_min_factor", c.sparta.p_min_factor, "cosine p schedule floor as a fraction of p"),
-      field("sparta.codec", c.sparta.codec, "sparse values' codec: " CODEC_CHOICES),
+      field("sparta.codec", c.sparta.codec, "sparse values' codec: fp32 | fp16 | bf16 | int8 | fp4 | fp4-e2m1"),
 
       field("noloco.inner_steps", c.noloco.inner_steps, "H: inner steps between group syncs (paper 50)"),
       field("noloco.outer_lr", c.noloco.outer_lr, "a: outer learning rate (paper 0.7)"),
