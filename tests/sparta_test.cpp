@@ -318,29 +318,11 @@ TEST(NoLoCo, PairsExchangeTwoPValuesPerSyncWhateverN) {
 
 // ---- topologies -------------------------------------------------------------
 
-// Runs fn(rank, communicator) on n threads.
-void on_threads(int64_t n, const std::function<void(int64_t, Communicator&)>& fn) {
-  InProcessGroup group(n);
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (int64_t r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(r, group.rank(r));
-      } catch (...) {
-        errors[r] = std::current_exception();
-        group.abort("failed");
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
 TEST(Topology, RingMixesEachWorkerWithItsTwoNeighboursAtOneThirdEach) {
   const int64_t n = 5;
   std::vector<at::Tensor> out(n);
-  on_threads(n, [&](int64_t r, Communicator& comm) {
+  InProcessGroup group(n);
+  on_threads(group, [&](int64_t r, Communicator& comm) {
     Mixer mixer(Topology::Ring, comm, 1);
     at::Tensor v = at::full({4}, double(r * r), at::kDouble);
     mixer.mix(v, 0, "params");
@@ -366,7 +348,8 @@ TEST(Topology, GossipPairsAreASharedRandomPartitionAndPairsEndEqual) {
   }
   EXPECT_NE(random_groups(n, 2, 1, 0), random_groups(n, 2, 1, 1));
   std::vector<at::Tensor> out(n);
-  on_threads(n, [&](int64_t r, Communicator& comm) {
+  InProcessGroup group(n);
+  on_threads(group, [&](int64_t r, Communicator& comm) {
     Mixer mixer(Topology::Gossip, comm, 1);
     at::Tensor v = at::randn({16}, at::make_generator<at::CPUGeneratorImpl>(uint64_t(r)), at::kDouble);
     mixer.mix(v, 2, "params");

@@ -42,6 +42,26 @@ inline Config base_config(const std::string& strategy, const std::string& inner)
   return cfg;
 }
 
+// Runs fn(rank, communicator) for every rank of `group` on its own thread;
+// the first failure aborts the group (releasing blocked ranks) and is rethrown.
+inline void on_threads(InProcessGroup& group, const std::function<void(int64_t, Communicator&)>& fn) {
+  const int64_t n = group.size();
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (int64_t r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        fn(r, group.rank(r));
+      } catch (...) {
+        errors[r] = std::current_exception();
+        group.abort("test worker " + std::to_string(r) + " failed");
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 // Per rank, per step: the parameters after that step (history[r][t][k]).
 using History = std::vector<std::vector<std::vector<at::Tensor>>>;
 
@@ -63,31 +83,19 @@ inline std::vector<std::vector<at::Tensor>> run_with(const Config& cfg, int64_t 
   for (auto& w : workers)
     for (auto& p : w.params) p = p.detach().clone().requires_grad_();
   if (o.history) o.history->assign(n, {});
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (int64_t r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        auto strategy = make_strategy(cfg, workers[r].params, group.rank(r));
-        for (int64_t t = 0; t < steps; ++t) {
-          group.rank(r).set_step(t);
-          if (strategy->needs_gradient(t)) workers[r].backward(data_seed(r), t);
-          strategy->step(t, lr);
-          if (o.history) {
-            std::vector<at::Tensor> snap;
-            for (auto& p : workers[r].params) snap.push_back(p.detach().clone());
-            (*o.history)[r].push_back(snap);
-          }
-        }
-      } catch (...) {
-        errors[r] = std::current_exception();
-        group.abort("test worker failed");
+  on_threads(group, [&](int64_t r, Communicator& comm) {
+    auto strategy = make_strategy(cfg, workers[r].params, comm);
+    for (int64_t t = 0; t < steps; ++t) {
+      comm.set_step(t);
+      if (strategy->needs_gradient(t)) workers[r].backward(data_seed(r), t);
+      strategy->step(t, lr);
+      if (o.history) {
+        std::vector<at::Tensor> snap;
+        for (auto& p : workers[r].params) snap.push_back(p.detach().clone());
+        (*o.history)[r].push_back(snap);
       }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+    }
+  });
   if (o.rank0_ledger) *o.rank0_ledger = group.rank(0).ledger();
   if (o.ledgers)
     for (int64_t r = 0; r < n; ++r) o.ledgers->push_back(group.rank(r).ledger());

@@ -18,10 +18,13 @@ void average_gradients(const std::vector<at::Tensor>& params, Communicator& comm
 DdpStrategy::DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
     : params_(params), comm_(comm), inner_(cfg.optim, params), codec_(cfg.ddp.codec, cfg.codec) {}
 
-void DdpStrategy::step(int64_t, double lr) {
-  average_gradients(params_, comm_, codec_);
-  inner_.step(lr);
+void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, PayloadCodec& codec,
+              InnerOptimizer& inner, double lr) {
+  average_gradients(params, comm, codec);
+  inner.step(lr);
 }
+
+void DdpStrategy::step(int64_t, double lr) { ddp_step(params_, comm_, codec_, inner_, lr); }
 
 LocalSgdStrategy::LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params,
                                    Communicator& comm)

@@ -33,6 +33,10 @@ class SingleStrategy : public Strategy {
 // Replaces every worker's gradients by their mean: one collective for all
 // tensors (the gradients travel as one flat buffer), tag "grad".
 void average_gradients(const std::vector<at::Tensor>& params, Communicator& comm, PayloadCodec& codec);
+// One DDP step: the gradient average, then the inner optimizer (also the
+// warm-up phase of post-local SGD methods: DiLoCo's ddp_warmup_steps, PALSGD).
+void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, PayloadCodec& codec,
+              InnerOptimizer& inner, double lr);
 
 class DdpStrategy : public Strategy {
  public:

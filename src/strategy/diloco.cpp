@@ -41,8 +41,7 @@ DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params
 
 void DiLoCoStrategy::step(int64_t t, double lr) {
   if (t < warmup_) {
-    average_gradients(params_, comm_, grad_codec_);
-    inner_.step(lr);
+    ddp_step(params_, comm_, grad_codec_, inner_, lr);
     if (t + 1 == warmup_) outer_.reset_global();
     return;
   }

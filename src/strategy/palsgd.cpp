@@ -37,8 +37,7 @@ bool PalsgdStrategy::pseudo_sync(int64_t t) const {
 
 void PalsgdStrategy::step(int64_t t, double lr) {
   if (t < cfg_.ddp_warmup_steps) {
-    average_gradients(params_, comm_, grad_codec_);
-    inner_.step(lr);
+    ddp_step(params_, comm_, grad_codec_, inner_, lr);
     if (t + 1 == cfg_.ddp_warmup_steps) outer_.reset_global();
     return;
   }

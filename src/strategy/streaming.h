@@ -44,7 +44,6 @@ class StreamingDiLoCoStrategy : public Strategy {
   void step(int64_t t, double lr) override;
   const std::vector<at::Tensor>* global_params() const override { return &global_; }
   std::map<std::string, double> stats() const override;
-  int64_t fragments() const { return static_cast<int64_t>(fragments_.size()); }
 
  private:
   struct Fragment {

@@ -37,7 +37,6 @@ class PendingMix {
  public:
   PendingMix() = default;
   void wait();
-  bool pending() const { return pending_; }
 
  private:
   friend class Mixer;
@@ -66,7 +65,6 @@ class Mixer {
   }
   // The ranks this rank mixes with at `round` (empty for Global: everyone).
   std::vector<int64_t> peers(int64_t round) const;
-  Topology topology() const { return topology_; }
 
  private:
   Topology topology_;
