@@ -1,8 +1,8 @@
 #include "strategy/demo.h"
 
+#include "strategy/inner_optimizer.h"
+
 #include <ATen/ATen.h>
-#include <torch/types.h>  // clip_grad.h needs torch::Tensor declared first
-#include <torch/nn/utils/clip_grad.h>
 
 #include <algorithm>
 #include <cstring>
@@ -56,7 +56,7 @@ DemoStrategy::DemoStrategy(const Config& cfg, std::vector<at::Tensor> params, Co
 
 void DemoStrategy::step(int64_t, double lr) {
   at::NoGradGuard no_grad;
-  if (grad_clip_ > 0) torch::nn::utils::clip_grad_norm_(params_, grad_clip_);
+  clip_gradients(params_, grad_clip_);
 
   // Compress: each tensor's momentum gives up its top-k DCT coefficients.
   uint8_t* wire = send_.data_ptr<uint8_t>();

@@ -7,6 +7,10 @@
 
 namespace atl {
 
+void clip_gradients(const std::vector<at::Tensor>& params, double max_norm) {
+  if (max_norm > 0) torch::nn::utils::clip_grad_norm_(params, max_norm);
+}
+
 InnerOptimizer::InnerOptimizer(const OptimConfig& cfg, const std::vector<at::Tensor>& params)
     : cfg_(cfg), params_(params) {
   if (cfg.name == "sgd") {
@@ -29,7 +33,7 @@ InnerOptimizer::InnerOptimizer(const OptimConfig& cfg, const std::vector<at::Ten
 InnerOptimizer::~InnerOptimizer() = default;
 
 void InnerOptimizer::step(double lr) {
-  if (cfg_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params_, cfg_.grad_clip);
+  clip_gradients(params_, cfg_.grad_clip);
   for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
   opt_->step();
   opt_->zero_grad();

@@ -18,6 +18,10 @@ class Optimizer;
 
 namespace atl {
 
+// Scales the gradients so their global norm is at most max_norm (no-op for
+// max_norm <= 0). Used by the inner optimizer and by DeMo, which has none.
+void clip_gradients(const std::vector<at::Tensor>& params, double max_norm);
+
 class InnerOptimizer {
  public:
   InnerOptimizer(const OptimConfig& cfg, const std::vector<at::Tensor>& params);
