@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "atoll/comm.h"
+#include "atoll/dist.h"
 #include "atoll/net.h"
 
 namespace atl {
@@ -77,11 +78,68 @@ at::Tensor iota(int64_t n, at::ScalarType dtype) { return at::arange(n, at::Tens
 // ---------------------------------------------------------------------------
 // Conformance
 
+// Every op with exact, rank-valued results on one rank of n; the same checks
+// run against the in-process group and the Gloo backend. Dtypes are chosen so
+// every result is exact and the 2^20-element runs stay cheap: int32 sums
+// (< 2^31), float32 means (sums < 2^24, so exact), int8 gathers (each rank
+// gathers N buffers, the largest cost of the suite).
+void check_all_ops(Communicator& c, int64_t n, int64_t p, const at::Tensor& i, const at::Tensor& fi) {
+  const int64_t r = c.rank();
+  // Sum of (r + 1 + i) over ranks: n(n+1)/2 + n i.
+  at::Tensor s = i + (r + 1);
+  c.all_reduce(s, ReduceOp::Sum, "sum");
+  EXPECT_TRUE(at::equal(s, i * n + n * (n + 1) / 2)) << "rank " << r;
+
+  // Mean of (r + 1 + i): exact sums, one correctly rounded division.
+  at::Tensor m = fi + static_cast<double>(r + 1);
+  c.all_reduce(m, ReduceOp::Mean, "mean");
+  EXPECT_TRUE(at::equal(m, fi + (n + 1) / 2.0)) << "rank " << r;
+
+  // Variable sizes: rank k sends p + k elements of value k.
+  std::vector<at::Tensor> gathered;
+  c.all_gather(at::full({p + r}, r, at::kChar), gathered, "gather");
+  EXPECT_EQ(static_cast<int64_t>(gathered.size()), n);
+  for (int64_t k = 0; k < static_cast<int64_t>(gathered.size()); ++k) {
+    EXPECT_TRUE(at::equal(gathered[k], at::full({p + k}, k, at::kChar))) << "rank " << r << " entry " << k;
+  }
+  gathered.clear();
+
+  // Broadcast from the last rank (non-zero when n > 1).
+  const int64_t root = n - 1;
+  at::Tensor b = i + 1000 * r;
+  c.broadcast(b, root, "bcast");
+  EXPECT_TRUE(at::equal(b, i + 1000 * root)) << "rank " << r;
+
+  // Pairs 0<->1, 2<->3, ...; an odd last rank sits out.
+  const int64_t peer = r ^ 1;
+  at::Tensor got = at::empty({p}, at::kInt);
+  if (peer < n) {
+    c.exchange(i + 10 * r, got, peer, "pair");
+    EXPECT_TRUE(at::equal(got, i + 10 * peer)) << "rank " << r;
+  }
+
+  // Ring: send to the right, receive from the left (send is buffered).
+  if (n > 1) {
+    const int64_t right = (r + 1) % n, left = (r + n - 1) % n;
+    c.send(i - r, right, "ring");
+    c.recv(got, left, "ring");
+    EXPECT_TRUE(at::equal(got, i - left)) << "rank " << r;
+  }
+
+  // Neighbourhood exchange with both ring neighbours, listed in either order.
+  if (n > 2) {
+    const int64_t right = (r + 1) % n, left = (r + n - 1) % n;
+    const std::vector<int64_t> peers = r % 2 ? std::vector<int64_t>{right, left} : std::vector<int64_t>{left, right};
+    std::vector<at::Tensor> recvs;
+    c.exchange_with(i + 100 * r, recvs, peers, "neighbours");
+    for (size_t k = 0; k < peers.size(); ++k)
+      EXPECT_TRUE(at::equal(recvs[k], i + 100 * peers[k])) << "rank " << r << " peer " << peers[k];
+  }
+  c.barrier();
+}
+
 class Conformance : public ::testing::TestWithParam<int64_t> {};
 
-// Dtypes are chosen so every result is exact and the 2^20-element runs stay
-// cheap: int32 sums (< 2^31), float32 means (sums < 2^24, so exact), int8
-// gathers (each rank gathers N buffers, the largest cost of the suite).
 TEST_P(Conformance, AllOpsGiveExactRankValuedResultsForPayloads0To2Pow20) {
   const int64_t n = GetParam();
   for (int64_t p : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{1} << 20}) {
@@ -90,55 +148,103 @@ TEST_P(Conformance, AllOpsGiveExactRankValuedResultsForPayloads0To2Pow20) {
     // Read-only inputs shared by all ranks (saves allocations at 2^20).
     const at::Tensor i = iota(p, at::kInt);
     const at::Tensor fi = iota(p, at::kFloat);
-    run_ranks(group, [n, p, &i, &fi](Communicator& c) {
-      const int64_t r = c.rank();
-      // Sum of (r + 1 + i) over ranks: n(n+1)/2 + n i.
-      at::Tensor s = i + (r + 1);
-      c.all_reduce(s, ReduceOp::Sum, "sum");
-      EXPECT_TRUE(at::equal(s, i * n + n * (n + 1) / 2)) << "rank " << r;
-
-      // Mean of (r + 1 + i): exact sums, one correctly rounded division.
-      at::Tensor m = fi + static_cast<double>(r + 1);
-      c.all_reduce(m, ReduceOp::Mean, "mean");
-      EXPECT_TRUE(at::equal(m, fi + (n + 1) / 2.0)) << "rank " << r;
-
-      // Variable sizes: rank k sends p + k elements of value k.
-      std::vector<at::Tensor> gathered;
-      c.all_gather(at::full({p + r}, r, at::kChar), gathered, "gather");
-      EXPECT_EQ(static_cast<int64_t>(gathered.size()), n);
-      for (int64_t k = 0; k < static_cast<int64_t>(gathered.size()); ++k) {
-        EXPECT_TRUE(at::equal(gathered[k], at::full({p + k}, k, at::kChar)))
-            << "rank " << r << " entry " << k;
-      }
-      gathered.clear();
-
-      // Broadcast from the last rank (non-zero when n > 1).
-      const int64_t root = n - 1;
-      at::Tensor b = i + 1000 * r;
-      c.broadcast(b, root, "bcast");
-      EXPECT_TRUE(at::equal(b, i + 1000 * root)) << "rank " << r;
-
-      // Pairs 0<->1, 2<->3, ...; an odd last rank sits out.
-      const int64_t peer = r ^ 1;
-      at::Tensor got = at::empty({p}, at::kInt);
-      if (peer < n) {
-        c.exchange(i + 10 * r, got, peer, "pair");
-        EXPECT_TRUE(at::equal(got, i + 10 * peer)) << "rank " << r;
-      }
-
-      // Ring: send to the right, receive from the left (send is buffered).
-      if (n > 1) {
-        const int64_t right = (r + 1) % n, left = (r + n - 1) % n;
-        c.send(i - r, right, "ring");
-        c.recv(got, left, "ring");
-        EXPECT_TRUE(at::equal(got, i - left)) << "rank " << r;
-      }
-      c.barrier();
-    });
+    run_ranks(group, [n, p, &i, &fi](Communicator& c) { check_all_ops(c, n, p, i, fi); });
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes1To8, Conformance, ::testing::Range<int64_t>(1, 9));
+
+// ---------------------------------------------------------------------------
+// The Gloo backend: n ranks as threads of this process over one in-memory
+// store, joined by real TCP connections on 127.0.0.1.
+
+// Runs fn(comm) on every Gloo rank in its own thread. Gloo cannot be aborted
+// from outside: a rank still blocked after the timeout stops the process
+// (a hang becomes a failure, never a stuck CI job).
+void run_gloo_ranks(std::vector<std::unique_ptr<DistGroup>>& groups,
+                    const std::function<void(Communicator&)>& fn, std::chrono::seconds timeout = 60s) {
+  std::vector<std::future<void>> done;
+  for (auto& g : groups) {
+    DistGroup* group = g.get();
+    done.push_back(spawn([group, &fn] { fn(group->comm()); }));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto& f : done) {
+    if (f.wait_until(deadline) != std::future_status::ready) {
+      std::fprintf(stderr, "Gloo ranks still blocked after the timeout; stopping\n");
+      std::abort();
+    }
+  }
+  for (auto& f : done) f.get();
+}
+
+class GlooConformance : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(GlooConformance, AllOpsGiveExactRankValuedResultsForPayloads0To2Pow20) {
+  const int64_t n = GetParam();
+  auto groups = gloo_threads_group(n, 30, CollectiveAlgo::Ring);
+  for (int64_t p : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{1} << 20}) {
+    SCOPED_TRACE("payload " + std::to_string(p));
+    const at::Tensor i = iota(p, at::kInt);
+    const at::Tensor fi = iota(p, at::kFloat);
+    run_gloo_ranks(groups, [n, p, &i, &fi](Communicator& c) { check_all_ops(c, n, p, i, fi); });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes1To4, GlooConformance, ::testing::Range<int64_t>(1, 5));
+
+TEST(GlooGroup, LedgerEqualsTheInProcessGroupsForTheSameOps) {
+  const int64_t n = 3, p = 1000;
+  const at::Tensor i = iota(p, at::kInt), fi = iota(p, at::kFloat);
+  auto gloo = gloo_threads_group(n, 30, CollectiveAlgo::Ring);
+  auto local = make_group(n);
+  run_gloo_ranks(gloo, [&](Communicator& c) { check_all_ops(c, n, p, i, fi); });
+  run_ranks(local, [&](Communicator& c) { check_all_ops(c, n, p, i, fi); });
+  for (int64_t r = 0; r < n; ++r) {
+    const auto& a = gloo[r]->comm().ledger().entries();
+    const auto& b = local->rank(r).ledger().entries();
+    ASSERT_EQ(a.size(), b.size()) << "rank " << r;
+    for (size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(a[k].op, b[k].op) << "rank " << r << " op " << k;
+      EXPECT_EQ(a[k].tag, b[k].tag);
+      EXPECT_EQ(a[k].sent_bytes, b[k].sent_bytes) << "rank " << r << " op " << a[k].tag;
+      EXPECT_EQ(a[k].received_bytes, b[k].received_bytes) << "rank " << r << " op " << a[k].tag;
+    }
+  }
+}
+
+TEST(GlooGroup, TwoRankFloatMeanIsBitwiseTheInProcessGroupsMean) {
+  // Two operands: a + b is the same in any order, so N = 2 real runs can
+  // equal simulated ones bitwise (for N > 2 Gloo's ring order differs).
+  at::Tensor x[2] = {at::randn({4099}, at::kFloat), at::randn({4099}, at::kFloat)};
+  at::Tensor ours[2], theirs[2];
+  auto gloo = gloo_threads_group(2, 30, CollectiveAlgo::Ring);
+  auto local = make_group(2);
+  run_gloo_ranks(gloo, [&](Communicator& c) {
+    ours[c.rank()] = x[c.rank()].clone();
+    c.all_reduce(ours[c.rank()], ReduceOp::Mean, "m");
+  });
+  run_ranks(local, [&](Communicator& c) {
+    theirs[c.rank()] = x[c.rank()].clone();
+    c.all_reduce(theirs[c.rank()], ReduceOp::Mean, "m");
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(at::equal(ours[r], theirs[r])) << "rank " << r;
+}
+
+TEST(GlooGroup, ARankWaitingForAnAbsentPeerFailsAfterTheTimeoutNamingTheOp) {
+  auto groups = gloo_threads_group(2, 2, CollectiveAlgo::Ring);
+  at::Tensor t = at::ones({10});
+  const auto start = std::chrono::steady_clock::now();
+  auto rank0 = spawn([&] { groups[0]->comm().all_reduce(t, ReduceOp::Sum, "lonely"); });
+  ASSERT_EQ(rank0.wait_for(30s), std::future_status::ready) << "rank 0 hung past its 2 s timeout";
+  try {
+    rank0.get();
+    FAIL() << "all_reduce without its peer returned";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("all_reduce on rank 0 failed"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+}
 
 TEST(InProcessGroup, NonContiguousTensorsAreReducedAndWrittenBackInPlace) {
   auto group = make_group(3);

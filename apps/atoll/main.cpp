@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -10,6 +11,7 @@
 
 #include "atoll/config.h"
 #include "atoll/data.h"
+#include "atoll/dist.h"
 #include "atoll/net.h"
 #include "atoll/report.h"
 #include "atoll/train.h"
@@ -108,25 +110,95 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
   return hooks;
 }
 
-int cmd_train(const std::vector<std::string>& args, bool print_only) {
+void print_done(const atl::RunSummary& s);
+
+// torchrun's flags for a real run; each also comes from its environment variable.
+const char* const kDistFlags[] = {"rank", "world-size", "master-addr", "master-port", "dist-timeout"};
+
+// Takes the real-run flags out of `args`; true if any was given.
+bool take_dist_flags(std::vector<std::string>& args, atl::DistOptions& opts) {
+  bool any = false;
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string key = args[i], value;
+    if (key.rfind("--", 0) != 0) {
+      rest.push_back(key);
+      continue;
+    }
+    key = key.substr(2);
+    const auto eq = key.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    }
+    if (std::find(std::begin(kDistFlags), std::end(kDistFlags), key) == std::end(kDistFlags)) {
+      rest.push_back(args[i]);
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= args.size()) throw atl::ConfigError("flag --" + key + " needs a value");
+      value = args[++i];
+    }
+    any = true;
+    try {
+      if (key == "rank") opts.rank = std::stoll(value);
+      if (key == "world-size") opts.world_size = std::stoll(value);
+      if (key == "master-addr") opts.master_addr = value;
+      if (key == "master-port") opts.master_port = std::stoi(value);
+      if (key == "dist-timeout") opts.timeout_s = std::stod(value);
+    } catch (const std::logic_error&) {
+      throw atl::ConfigError("flag --" + key + "='" + value + "' is not a number");
+    }
+  }
+  args = rest;
+  return any;
+}
+
+int cmd_train(std::vector<std::string> args, bool print_only) {
+  atl::DistOptions dist = atl::dist_options_from_env();
+  const bool real = take_dist_flags(args, dist) || atl::dist_requested_by_env();
   std::string config_path;
   auto overrides = collect_overrides(args, config_path);
+  if (real) {
+    // One worker per rank: strategy.workers follows WORLD_SIZE unless given.
+    const bool workers_given = std::any_of(overrides.begin(), overrides.end(), [](const std::string& o) {
+      return o.rfind("strategy.workers=", 0) == 0;
+    });
+    if (!workers_given && dist.world_size > 0)
+      overrides.insert(overrides.begin(), "strategy.workers=" + std::to_string(dist.world_size));
+  }
   atl::Config cfg = atl::load_config(config_path, overrides);
   if (print_only) {
     std::cout << atl::to_toml(cfg);
     return 0;
   }
+  if (real) {
+    atl::validate(dist);
+    const bool leader = dist.rank == 0;
+    if (leader)
+      std::printf("atoll train (real, %lld ranks over Gloo, store %s:%d): %s, %lld steps, model %s -> %s/%s\n",
+                  (long long)dist.world_size, dist.master_addr.c_str(), dist.master_port, cfg.strategy.name.c_str(),
+                  (long long)cfg.train.steps, cfg.model.kind.c_str(), cfg.run.out_dir.c_str(), cfg.run.name.c_str());
+    std::fflush(stdout);
+    atl::RunSummary s = atl::train_distributed(cfg, dist, progress_hooks(cfg));
+    if (leader) print_done(s);
+    return 0;
+  }
   std::printf("atoll train: %s, %lld worker(s), %lld steps, model %s -> %s/%s\n", cfg.strategy.name.c_str(),
               (long long)cfg.strategy.workers, (long long)cfg.train.steps, cfg.model.kind.c_str(),
               cfg.run.out_dir.c_str(), cfg.run.name.c_str());
-  atl::RunSummary s = atl::train(cfg, progress_hooks(cfg));
+  print_done(atl::train(cfg, progress_hooks(cfg)));
+  return 0;
+}
+
+void print_done(const atl::RunSummary& s) {
   std::printf(
       "done: final val loss %.4f (ppl %.3f), train loss %.4f, %lld params, %.0f tok/s, %.3g model FLOP/s, "
       "wall %s, simulated %s, utilisation %.1f%%, sent per worker %s\nrun folder: %s\n",
       s.final_val_loss, std::exp(s.final_val_loss), s.final_train_loss, (long long)s.params, s.tokens_per_s,
       s.model_flops_per_s, format_duration(s.wall_seconds).c_str(), format_duration(s.sim_seconds).c_str(),
       100 * s.compute_utilisation, format_bytes(s.bytes_sent_per_worker).c_str(), s.run_dir.c_str());
-  return 0;
 }
 
 void print_prepare_report(const atl::PrepareReport& r, const std::string& out) {

@@ -1,0 +1,96 @@
+// Real runs: one worker per process, joined by a c10d process group (Gloo on
+// CPU) with a TCPStore rendezvous hosted by rank 0, launched like torchrun.
+//
+// The same Communicator front end (ledger, network model) wraps the process
+// group, so every strategy runs unchanged; the group also measures the real
+// wall time spent in its collectives. NCCL: the communicator wraps the generic
+// c10d::ProcessGroup, so an NCCL group could be passed in where LibTorch has
+// CUDA; this build has no CUDA and only Gloo is built and tested.
+//
+// Thread-safety: a DistGroup belongs to its process's worker thread; its
+// heartbeat thread only talks to its own store connection.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "atoll/comm.h"
+#include "atoll/config.h"
+#include "atoll/train.h"
+
+namespace atl {
+
+// Where this process sits in the job: torchrun's environment or flags.
+struct DistOptions {
+  int64_t rank = -1;              // RANK
+  int64_t world_size = -1;        // WORLD_SIZE
+  int64_t local_rank = 0;         // LOCAL_RANK (ranks on this host share its cores)
+  int64_t local_world_size = -1;  // LOCAL_WORLD_SIZE (-1: assume all ranks on this host)
+  std::string master_addr = "127.0.0.1";  // MASTER_ADDR: rank 0's host, serves the TCPStore
+  int master_port = 29500;                // MASTER_PORT
+  std::string ifname;             // GLOO_SOCKET_IFNAME (empty: the interface reaching master_addr)
+  double timeout_s = 300;         // a collective or rendezvous longer than this fails
+  double heartbeat_s = 1;         // liveness beat, used to name a lost rank
+};
+
+// True when the environment asks for a real run (WORLD_SIZE is set).
+bool dist_requested_by_env();
+// Fills DistOptions from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME and ATOLL_DIST_TIMEOUT
+// (seconds); unset variables keep the defaults in `base`.
+DistOptions dist_options_from_env(DistOptions base = {});
+// Rejects impossible values with a message naming the variable or flag.
+void validate(const DistOptions& opts);
+
+// A connected process group plus its communicator (ledger, clock) and raw
+// observer collectives that stay out of the ledger and the clock.
+class DistGroup {
+ public:
+  virtual ~DistGroup() = default;
+  virtual Communicator& comm() = 0;
+  virtual int64_t rank() const = 0;
+  virtual int64_t size() const = 0;
+  // Wall seconds this rank spent inside the communicator's ops.
+  virtual double measured_comm_seconds() const = 0;
+  // Observer collectives (not in the ledger or the simulated clock): Sum
+  // all-reduce in place, all-gather of equal-size 1-D tensors, barrier and
+  // all-gather of strings.
+  virtual void raw_all_reduce_sum(at::Tensor& t) = 0;
+  virtual std::vector<at::Tensor> raw_all_gather(const at::Tensor& t) = 0;
+  virtual void raw_barrier() = 0;
+  virtual std::vector<std::string> raw_all_gather_strings(const std::string& s) = 0;
+  // Key/value rendezvous store shared by all ranks (start-up checks).
+  virtual void store_set(const std::string& key, const std::string& value) = 0;
+  // Blocks up to the timeout; throws naming the key and who should set it.
+  virtual std::string store_get(const std::string& key, const std::string& who) = 0;
+  // Leaves a message for the other ranks before this rank exits on an error,
+  // so they report the cause instead of "connection closed".
+  virtual void report_failure(const std::string& message) = 0;
+  // Clean shutdown: stops the heartbeat, waits for every rank (so rank 0's
+  // store outlives the others' last use of it).
+  virtual void finish() = 0;
+};
+
+// Rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 hosts the TCPStore), start-up
+// checks (every rank's world size and `fingerprint`, the resolved config,
+// must equal rank 0's; differing keys are named), then a Gloo process group.
+// Throws with the address and what to check on failure.
+std::unique_ptr<DistGroup> connect_gloo(const DistOptions& opts, CollectiveAlgo ledger_algo,
+                                        const std::string& fingerprint = "");
+
+// n Gloo ranks in this process over one in-memory store, for tests: element
+// r must be used from its own thread (construction connects all ranks, so
+// this spawns the threads itself).
+std::vector<std::unique_ptr<DistGroup>> gloo_threads_group(int64_t n, double timeout_s,
+                                                           CollectiveAlgo ledger_algo);
+
+// One rank of a real run of cfg (strategy.workers must equal the world size):
+// start-up checks (same config, same world size on every rank; rank 0 can
+// create the run folder), then the shared worker loop; rank 0 writes the run
+// folder with every rank's statistics gathered into it. Throws on any error,
+// naming a lost or failed rank.
+RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const TrainHooks& hooks = {});
+
+}  // namespace atl

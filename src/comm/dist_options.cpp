@@ -1,0 +1,77 @@
+// DistOptions from torchrun's environment, and their validation.
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "atoll/dist.h"
+
+namespace atl {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = env(name);
+  if (v == nullptr) return fallback;
+  try {
+    size_t used = 0;
+    const long long x = std::stoll(v, &used);
+    if (used != std::string(v).size()) throw std::invalid_argument("trailing characters");
+    return x;
+  } catch (const std::exception&) {
+    throw std::invalid_argument(std::string("environment variable ") + name + "='" + v +
+                                "' is not an integer");
+  }
+}
+
+double env_double(const char* name, double fallback) {
+  const char* v = env(name);
+  if (v == nullptr) return fallback;
+  try {
+    size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used != std::string(v).size()) throw std::invalid_argument("trailing characters");
+    return x;
+  } catch (const std::exception&) {
+    throw std::invalid_argument(std::string("environment variable ") + name + "='" + v +
+                                "' is not a number of seconds");
+  }
+}
+
+}  // namespace
+
+bool dist_requested_by_env() { return env("WORLD_SIZE") != nullptr; }
+
+DistOptions dist_options_from_env(DistOptions o) {
+  o.rank = env_int("RANK", o.rank);
+  o.world_size = env_int("WORLD_SIZE", o.world_size);
+  o.local_rank = env_int("LOCAL_RANK", o.local_rank);
+  o.local_world_size = env_int("LOCAL_WORLD_SIZE", o.local_world_size);
+  if (const char* a = env("MASTER_ADDR")) o.master_addr = a;
+  o.master_port = static_cast<int>(env_int("MASTER_PORT", o.master_port));
+  if (const char* i = env("GLOO_SOCKET_IFNAME")) o.ifname = i;
+  o.timeout_s = env_double("ATOLL_DIST_TIMEOUT", o.timeout_s);
+  return o;
+}
+
+void validate(const DistOptions& o) {
+  auto fail = [](const std::string& m) { throw std::invalid_argument(m); };
+  if (o.world_size < 1)
+    fail("WORLD_SIZE (--world-size) must be >= 1, got " + std::to_string(o.world_size));
+  if (o.rank < 0 || o.rank >= o.world_size)
+    fail("RANK (--rank) must be in 0.." + std::to_string(o.world_size - 1) + " for WORLD_SIZE " +
+         std::to_string(o.world_size) + ", got " + std::to_string(o.rank));
+  if (o.master_port < 1 || o.master_port > 65535)
+    fail("MASTER_PORT (--master-port) must be in 1..65535, got " + std::to_string(o.master_port));
+  if (o.master_addr.empty()) fail("MASTER_ADDR (--master-addr) must name rank 0's host");
+  if (!(o.timeout_s > 0)) fail("ATOLL_DIST_TIMEOUT (--dist-timeout) must be > 0 seconds");
+  if (!(o.heartbeat_s > 0) || o.heartbeat_s * 3 > o.timeout_s)
+    fail("the heartbeat period must be > 0 and at most a third of the timeout");
+  if (o.local_world_size == 0 || o.local_world_size > o.world_size)
+    fail("LOCAL_WORLD_SIZE must be in 1..WORLD_SIZE (or unset), got " + std::to_string(o.local_world_size));
+}
+
+}  // namespace atl

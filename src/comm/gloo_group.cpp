@@ -1,0 +1,534 @@
+// DistGroup over c10d::ProcessGroupGloo (see atoll/dist.h).
+//
+// The Communicator subclass only moves data: the front end (communicator.cpp)
+// keeps the ledger and the simulated clock exactly as for the in-process
+// group, so a real run's ledger equals the simulated one. Ops block until
+// done, also the *_async ones: the values are the same as an overlapped op's
+// and the predicted clock still charges overlap; only the measured wall time
+// does not overlap (left for later, see docs/DISTRIBUTED.md).
+//
+// Failure diagnosis: Gloo reports a dead peer as "connection closed by peer
+// <ip:port>", which names no rank. Each rank therefore beats a counter in the
+// store from a heartbeat thread (its own store connection) and leaves its
+// error in the store before exiting on one; a rank whose op fails reads those
+// to say which rank was lost and why. If the store itself is gone, rank 0
+// (its host) is the one lost.
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "atoll/dist.h"
+
+namespace atl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+milliseconds to_ms(double seconds) { return milliseconds(static_cast<int64_t>(seconds * 1000.0)); }
+
+std::string key_failed(int64_t r) { return "atoll/failed/" + std::to_string(r); }
+std::string key_beat(int64_t r) { return "atoll/beat/" + std::to_string(r); }
+
+std::string store_string(c10d::Store& store, const std::string& key) {
+  const std::vector<uint8_t> v = store.get(key);
+  return std::string(v.begin(), v.end());
+}
+
+// The Communicator backend: every op runs on the process group and waits.
+class GlooCommunicator final : public Communicator {
+ public:
+  GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroup> pg, CollectiveAlgo algo,
+                   std::function<std::string(const std::string&)> diagnose)
+      : Communicator(pg->getRank(), pg->getSize(), algo),
+        pg_(std::move(pg)),
+        diagnose_(std::move(diagnose)),
+        send_seq_(size(), 0),
+        recv_seq_(size(), 0) {}
+
+  double measured_seconds() const { return measured_; }
+  c10d::ProcessGroup& pg() { return *pg_; }
+
+  // Runs one blocking process-group op; wall time is measured, failures are
+  // rethrown naming the lost rank where it can be found.
+  template <class F>
+  void guarded(const char* what, F&& op) {
+    const auto t0 = Clock::now();
+    try {
+      op();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string(what) + " on rank " + std::to_string(rank()) +
+                               " failed: " + diagnose_(e.what()));
+    }
+    measured_ += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+ protected:
+  double do_all_reduce(at::Tensor& t, ReduceOp op, double arrival, double network_seconds) override {
+    if (op == ReduceOp::Mean && t.scalar_type() == at::kBool)
+      throw std::invalid_argument("all_reduce: Mean is undefined for bool tensors");
+    guarded("all_reduce", [&] {
+      std::vector<at::Tensor> v{t};
+      c10d::AllreduceOptions o;
+      o.reduceOp = c10d::ReduceOp::SUM;
+      pg_->allreduce(v, o)->wait();
+    });
+    // Same division as the in-process group, so N = 2 results are bitwise equal.
+    if (op == ReduceOp::Mean) {
+      if (at::isFloatingType(t.scalar_type())) {
+        t.div_(static_cast<double>(size()));
+      } else {
+        t.copy_(at::div(t, size(), "trunc"));
+      }
+    }
+    return arrival + network_seconds;
+  }
+
+  double do_all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, double arrival,
+                       const std::function<double(const std::vector<int64_t>&)>& seconds_for) override {
+    // Sizes first (they may differ between ranks), then one padded gather.
+    const at::Tensor flat = in.reshape({-1});
+    at::Tensor my_size = at::full({1}, flat.numel(), at::kLong);
+    std::vector<at::Tensor> sizes_t;
+    gather_equal(my_size, sizes_t);
+    int64_t largest = 0;
+    std::vector<int64_t> numels, bytes;
+    for (const auto& s : sizes_t) {
+      numels.push_back(s.item<int64_t>());
+      bytes.push_back(numels.back() * static_cast<int64_t>(in.element_size()));
+      largest = std::max(largest, numels.back());
+    }
+    out.clear();
+    if (largest == 0) {
+      for (int64_t r = 0; r < size(); ++r) out.push_back(at::empty({0}, in.options()));
+    } else {
+      at::Tensor padded = at::zeros({largest}, in.options());
+      padded.narrow(0, 0, flat.numel()).copy_(flat);
+      std::vector<at::Tensor> parts;
+      gather_equal(padded, parts);
+      for (int64_t r = 0; r < size(); ++r) out.push_back(parts[r].narrow(0, 0, numels[r]).clone());
+    }
+    return arrival + seconds_for(bytes);
+  }
+
+  double do_broadcast(at::Tensor& t, int64_t root, double arrival, double network_seconds) override {
+    guarded("broadcast", [&] {
+      std::vector<at::Tensor> v{t};
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      pg_->broadcast(v, o)->wait();
+    });
+    return arrival + network_seconds;
+  }
+
+  double do_barrier(double arrival, double network_seconds) override {
+    guarded("barrier", [&] { pg_->barrier()->wait(); });
+    return arrival + network_seconds;
+  }
+
+  // Posts every send, then every receive, then waits: no peer order can
+  // deadlock. Each direction of each pair numbers its messages, and the
+  // number is the Gloo tag, so a pair's messages match in call order.
+  double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                     const std::vector<int64_t>& peers, double arrival, double network_seconds) override {
+    guarded("exchange", [&] {
+      std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+      std::vector<std::vector<at::Tensor>> bufs;
+      bufs.reserve(2 * peers.size());
+      for (int64_t p : peers) {
+        bufs.push_back({send});
+        pending.push_back(pg_->send(bufs.back(), static_cast<int>(p), next_tag(send_seq_, p)));
+      }
+      for (size_t i = 0; i < peers.size(); ++i) {
+        bufs.push_back({recvs[i]});
+        pending.push_back(pg_->recv(bufs.back(), static_cast<int>(peers[i]), next_tag(recv_seq_, peers[i])));
+      }
+      for (auto& w : pending) w->wait();
+    });
+    return arrival + network_seconds;
+  }
+
+  // Buffered like the in-process group: Gloo's send completes only when the
+  // peer posts its receive, so a blocking send would deadlock a ring of
+  // send-then-recv. The payload is copied and the send left in flight; it is
+  // reaped by later ops and awaited at the latest by drain_sends().
+  double do_send(const at::Tensor& t, int64_t dst, double arrival, double network_seconds) override {
+    reap_sends();
+    guarded("send", [&] {
+      std::vector<at::Tensor> v{t.clone()};
+      in_flight_.push_back({pg_->send(v, static_cast<int>(dst), next_tag(send_seq_, dst)), v});
+    });
+    return arrival + network_seconds;
+  }
+
+  double do_recv(at::Tensor& t, int64_t src, double arrival, double network_seconds) override {
+    guarded("recv", [&] {
+      std::vector<at::Tensor> v{t};
+      pg_->recv(v, static_cast<int>(src), next_tag(recv_seq_, src))->wait();
+    });
+    return arrival + network_seconds;
+  }
+
+ public:
+  // Equal-size all-gather (1-D): `out` gets size() tensors in rank order.
+  void gather_equal(const at::Tensor& t, std::vector<at::Tensor>& out) {
+    std::vector<std::vector<at::Tensor>> outs(1);
+    for (int64_t r = 0; r < size(); ++r) outs[0].push_back(at::empty_like(t));
+    std::vector<at::Tensor> in{t};
+    guarded("all_gather", [&] { pg_->allgather(outs, in)->wait(); });
+    out = outs[0];
+  }
+
+  // Waits for every buffered send (before shutdown).
+  void drain_sends() {
+    guarded("send", [&] {
+      for (auto& f : in_flight_) f.work->wait();
+    });
+    in_flight_.clear();
+  }
+
+ private:
+  struct InFlightSend {
+    c10::intrusive_ptr<c10d::Work> work;
+    std::vector<at::Tensor> payload;  // kept alive until the send completes
+  };
+  void reap_sends() {
+    std::vector<InFlightSend> open;
+    for (auto& f : in_flight_) {
+      if (!f.work->isCompleted()) {
+        open.push_back(std::move(f));
+      } else {
+        guarded("send", [&] { f.work->wait(); });  // rethrows a failed send
+      }
+    }
+    in_flight_ = std::move(open);
+  }
+  static int next_tag(std::vector<uint64_t>& seq, int64_t peer) {
+    return static_cast<int>(seq[peer]++ & 0x7fffffff);
+  }
+
+  c10::intrusive_ptr<c10d::ProcessGroup> pg_;
+  std::function<std::string(const std::string&)> diagnose_;
+  std::vector<uint64_t> send_seq_, recv_seq_;
+  std::vector<InFlightSend> in_flight_;
+  double measured_ = 0;
+};
+
+class GlooDistGroup final : public DistGroup {
+ public:
+  // `beat_store`: a second connection for the heartbeat thread (null: none).
+  GlooDistGroup(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::Store> beat_store,
+                int64_t rank, int64_t size, const DistOptions& opts, CollectiveAlgo algo)
+      : store_(std::move(store)), beat_store_(std::move(beat_store)), opts_(opts) {
+    auto pg_opts = c10d::ProcessGroupGloo::Options::create(to_ms(opts.timeout_s));
+    pg_opts->devices.push_back(make_device(opts));
+    pg_opts->threads = 1;  // one worker thread per rank: the cores belong to compute
+    c10::intrusive_ptr<c10d::ProcessGroup> pg;
+    try {
+      pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, static_cast<int>(rank),
+                                                       static_cast<int>(size), pg_opts);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("rank " + std::to_string(rank) + " could not connect the Gloo group of " +
+                               std::to_string(size) + " within " + std::to_string(int(opts.timeout_s)) +
+                               " s: " + e.what() +
+                               " (are all ranks started with the same WORLD_SIZE? set GLOO_SOCKET_IFNAME to "
+                               "the interface the hosts reach each other on)");
+    }
+    comm_ = std::make_unique<GlooCommunicator>(pg, algo, [this](const std::string& cause) {
+      return diagnose(cause);
+    });
+    if (beat_store_) beat_thread_ = std::thread([this] { beat(); });
+  }
+
+  ~GlooDistGroup() override { stop_beat(); }
+
+  Communicator& comm() override { return *comm_; }
+  int64_t rank() const override { return comm_->rank(); }
+  int64_t size() const override { return comm_->size(); }
+  double measured_comm_seconds() const override { return comm_->measured_seconds(); }
+
+  void raw_all_reduce_sum(at::Tensor& t) override {
+    comm_->guarded("observer all_reduce", [&] {
+      std::vector<at::Tensor> v{t};
+      comm_->pg().allreduce(v)->wait();
+    });
+  }
+  std::vector<at::Tensor> raw_all_gather(const at::Tensor& t) override {
+    std::vector<at::Tensor> out;
+    comm_->gather_equal(t.contiguous(), out);
+    return out;
+  }
+  void raw_barrier() override {
+    comm_->guarded("observer barrier", [&] { comm_->pg().barrier()->wait(); });
+  }
+  std::vector<std::string> raw_all_gather_strings(const std::string& s) override {
+    std::vector<at::Tensor> lens;
+    comm_->gather_equal(at::full({1}, static_cast<int64_t>(s.size()), at::kLong), lens);
+    int64_t largest = 1;
+    for (const auto& l : lens) largest = std::max(largest, l.item<int64_t>());
+    at::Tensor buf = at::zeros({largest}, at::kByte);
+    std::memcpy(buf.data_ptr<uint8_t>(), s.data(), s.size());
+    std::vector<at::Tensor> parts;
+    comm_->gather_equal(buf, parts);
+    std::vector<std::string> out;
+    for (size_t r = 0; r < parts.size(); ++r) {
+      const auto* p = parts[r].data_ptr<uint8_t>();
+      out.emplace_back(reinterpret_cast<const char*>(p), static_cast<size_t>(lens[r].item<int64_t>()));
+    }
+    return out;
+  }
+
+  void store_set(const std::string& key, const std::string& value) override {
+    store_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+  }
+  std::string store_get(const std::string& key, const std::string& who) override {
+    try {
+      return store_string(*store_, key);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("rank " + std::to_string(rank()) + " waited " +
+                               std::to_string(int(opts_.timeout_s)) + " s for " + who +
+                               " and gave up (" + e.what() + ")");
+    }
+  }
+  void report_failure(const std::string& message) override {
+    try {
+      store_set(key_failed(rank()), message);
+    } catch (...) {
+      // The store is gone (rank 0 died): the others will find that out themselves.
+      return;
+    }
+    // Rank 0 hosts the store: it stays a moment so that the others, whose
+    // ops fail as soon as it stops, can still read why.
+    if (rank() == 0 && size() > 1) std::this_thread::sleep_for(to_ms(3 * opts_.heartbeat_s));
+  }
+  void finish() override {
+    stop_beat();
+    comm_->drain_sends();
+    raw_barrier();
+  }
+
+ private:
+  static std::shared_ptr<::gloo::transport::Device> make_device(const DistOptions& opts) {
+    if (!opts.ifname.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(opts.ifname);
+    // One box: loopback is always there, whatever the host name resolves to.
+    if (opts.master_addr == "127.0.0.1" || opts.master_addr == "localhost")
+      return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+    return c10d::ProcessGroupGloo::createDefaultDevice();
+  }
+
+  void beat() {
+    std::unique_lock<std::mutex> lock(beat_mutex_);
+    while (!stop_) {
+      try {
+        beat_store_->add(key_beat(rank()), 1);
+      } catch (...) {
+        return;  // the store is gone; the worker thread will say so
+      }
+      beat_cv_.wait_for(lock, to_ms(opts_.heartbeat_s), [&] { return stop_; });
+    }
+  }
+  void stop_beat() {
+    {
+      std::lock_guard<std::mutex> lock(beat_mutex_);
+      stop_ = true;
+    }
+    beat_cv_.notify_all();
+    if (beat_thread_.joinable()) beat_thread_.join();
+  }
+
+  // Turns a transport error into "which rank and why".
+  std::string diagnose(const std::string& cause) {
+    const std::string gloo = " (gloo: " + cause + ")";
+    try {
+      store_->setTimeout(to_ms(std::max(2.0, 3 * opts_.heartbeat_s)));
+      auto failed = [&]() -> std::string {
+        for (int64_t r = 0; r < size(); ++r)
+          if (r != rank() && store_->check({key_failed(r)}))
+            return "rank " + std::to_string(r) + " failed: " + store_string(*store_, key_failed(r));
+        return "";
+      };
+      if (auto f = failed(); !f.empty()) return f;
+      if (!beat_store_) return "a peer rank stopped" + gloo;
+      auto beats = [&] {
+        std::vector<int64_t> b;
+        for (int64_t r = 0; r < size(); ++r) b.push_back(store_->add(key_beat(r), 0));
+        return b;
+      };
+      const auto before = beats();
+      std::this_thread::sleep_for(to_ms(2.5 * opts_.heartbeat_s));
+      if (auto f = failed(); !f.empty()) return f;
+      const auto after = beats();
+      std::string lost;
+      for (int64_t r = 0; r < size(); ++r)
+        if (r != rank() && after[r] == before[r]) lost += (lost.empty() ? "" : ", ") + std::to_string(r);
+      if (!lost.empty())
+        return "lost rank " + lost + ": no heartbeat for " + std::to_string(2.5 * opts_.heartbeat_s).substr(0, 4) +
+               " s (killed, crashed or unreachable)" + gloo;
+      return "every rank still beats; the link itself failed or timed out after " +
+             std::to_string(int(opts_.timeout_s)) + " s" + gloo;
+    } catch (const std::exception&) {
+      return "lost rank 0: the rendezvous store it hosts at " + opts_.master_addr + ":" +
+             std::to_string(opts_.master_port) + " no longer answers" + gloo;
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_, beat_store_;
+  DistOptions opts_;
+  std::unique_ptr<GlooCommunicator> comm_;
+  std::thread beat_thread_;
+  std::mutex beat_mutex_;
+  std::condition_variable beat_cv_;
+  bool stop_ = false;
+};
+
+c10::intrusive_ptr<c10d::Store> tcp_store(const DistOptions& opts, bool server) {
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<uint16_t>(opts.master_port);
+  so.isServer = server;
+  so.numWorkers = c10::nullopt;
+  so.waitWorkers = false;  // start-up checks wait for the ranks, with better errors
+  so.timeout = to_ms(opts.timeout_s);
+  return c10::make_intrusive<c10d::TCPStore>(opts.master_addr, so);
+}
+
+// "section.key" -> value lines of a resolved config (to_toml's layout).
+std::map<std::string, std::string> config_lines(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1) + ".";
+      continue;
+    }
+    const auto eq = line.find(" = ");
+    if (eq != std::string::npos) out[section + line.substr(0, eq)] = line.substr(eq + 3);
+  }
+  return out;
+}
+
+// The first few keys on which rank `r`'s config differs from rank 0's.
+std::string config_difference(const std::string& mine, const std::string& rank0, int64_t r) {
+  const auto a = config_lines(mine), b = config_lines(rank0);
+  std::map<std::string, std::pair<std::string, std::string>> diff;
+  for (const auto& [k, v] : a)
+    if (!b.count(k) || b.at(k) != v) diff[k] = {v, b.count(k) ? b.at(k) : "(unset)"};
+  for (const auto& [k, v] : b)
+    if (!a.count(k)) diff[k] = {"(unset)", v};
+  if (diff.empty() && mine != rank0) return "the resolved configs differ";
+  std::string out;
+  int shown = 0;
+  for (const auto& [k, v] : diff) {
+    if (shown++ == 4) {
+      out += " and " + std::to_string(diff.size() - 4) + " more";
+      break;
+    }
+    out += (out.empty() ? "" : "; ") + k + " = " + v.first + " on rank " + std::to_string(r) + " but " +
+           v.second + " on rank 0";
+  }
+  return out;
+}
+
+// Before any Gloo connection: every rank compares its world size and
+// resolved config with rank 0's, so a mismatch is refused at start-up with
+// the differing keys instead of hanging in the group's connect or diverging.
+void start_up_checks(c10d::Store& store, const DistOptions& o, const std::string& fingerprint) {
+  auto put = [&](const std::string& k, const std::string& v) {
+    store.set(k, std::vector<uint8_t>(v.begin(), v.end()));
+  };
+  auto get = [&](const std::string& k, const std::string& who) {
+    try {
+      return store_string(store, k);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("rank " + std::to_string(o.rank) + " waited " + std::to_string(int(o.timeout_s)) +
+                               " s for " + who + " and gave up (" + e.what() + ")");
+    }
+  };
+  const std::string mine = "[dist]\nworld_size = " + std::to_string(o.world_size) + "\n" + fingerprint;
+  if (o.rank == 0) {
+    put("atoll/hello", mine);
+    std::string verdict = "ok";
+    for (int64_t r = 1; r < o.world_size && verdict == "ok"; ++r) {
+      const std::string v = get("atoll/check/" + std::to_string(r),
+                                "rank " + std::to_string(r) + " to join (is it started, with the same MASTER_ADDR and "
+                                "MASTER_PORT?)");
+      if (v != "ok") verdict = v;
+    }
+    put("atoll/verdict", verdict);
+    if (verdict != "ok") throw std::runtime_error("refusing to start: " + verdict);
+    return;
+  }
+  const std::string theirs = get("atoll/hello", "rank 0's start-up message (is rank 0 running at " + o.master_addr +
+                                                    ":" + std::to_string(o.master_port) + "?)");
+  std::string check = "ok";
+  if (theirs != mine)
+    check = config_difference(mine, theirs, o.rank) +
+            " (every rank must run with the same config, flags and WORLD_SIZE)";
+  put("atoll/check/" + std::to_string(o.rank), check);
+  if (check != "ok") throw std::runtime_error("refusing to start: " + check);
+  const std::string verdict = get("atoll/verdict", "rank 0's verdict on the start-up checks");
+  if (verdict != "ok") throw std::runtime_error("rank 0 refused to start: " + verdict);
+}
+
+}  // namespace
+
+std::unique_ptr<DistGroup> connect_gloo(const DistOptions& opts, CollectiveAlgo ledger_algo,
+                                        const std::string& fingerprint) {
+  validate(opts);
+  c10::intrusive_ptr<c10d::Store> store, beat_store;
+  const std::string where = opts.master_addr + ":" + std::to_string(opts.master_port);
+  try {
+    store = tcp_store(opts, opts.rank == 0);
+    beat_store = tcp_store(opts, false);
+  } catch (const std::exception& e) {
+    if (opts.rank == 0)
+      throw std::runtime_error("rank 0 cannot host the rendezvous store at " + where + ": " + e.what() +
+                               " (is MASTER_PORT in use by another job? pick another port)");
+    throw std::runtime_error("rank " + std::to_string(opts.rank) + " cannot reach rank 0's rendezvous store at " +
+                             where + " within " + std::to_string(int(opts.timeout_s)) + " s: " + e.what() +
+                             " (is rank 0 running? check MASTER_ADDR, MASTER_PORT and firewalls)");
+  }
+  start_up_checks(*store, opts, fingerprint);
+  return std::make_unique<GlooDistGroup>(store, beat_store, opts.rank, opts.world_size, opts, ledger_algo);
+}
+
+std::vector<std::unique_ptr<DistGroup>> gloo_threads_group(int64_t n, double timeout_s,
+                                                           CollectiveAlgo ledger_algo) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  store->setTimeout(to_ms(timeout_s));
+  std::vector<std::unique_ptr<DistGroup>> groups(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (int64_t r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        DistOptions o;
+        o.rank = r;
+        o.world_size = n;
+        o.timeout_s = timeout_s;
+        groups[r] = std::make_unique<GlooDistGroup>(store, c10::intrusive_ptr<c10d::Store>(), r, n, o, ledger_algo);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return groups;
+}
+
+}  // namespace atl
