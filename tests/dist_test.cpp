@@ -1,0 +1,273 @@
+// Real runs in real processes: `atoll train` ranks over Gloo on 127.0.0.1
+// equal the simulator bitwise, a killed rank is named by the survivor within
+// the timeout, and mismatched configs are refused before training.
+// Every wait here has a deadline: distributed bugs hang rather than fail.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "atoll/config.h"
+#include "atoll/launch.h"
+#include "atoll/train.h"
+#include "test_util.h"
+#include "tiny_data.h"
+
+namespace atl {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+
+// Config overrides ("key=value") of a tiny run exercising `strategy`'s
+// mechanism within 12 steps on the generated text.
+std::vector<std::string> tiny_overrides(const std::string& strategy, const std::string& out_dir,
+                                        const std::string& name) {
+  return {"data.dataset=text", "data.dir=" + tiny_text_dir(), "model.n_layer=2", "model.n_head=2",
+          "model.n_embd=16", "model.block_size=16", "optim.warmup_steps=2", "train.steps=12",
+          "train.batch_size=4", "train.eval_every=6", "train.eval_batches=2", "train.log_every=3",
+          "strategy.name=" + strategy, "strategy.workers=2", "strategy.correlation_every=6",
+          "diloco.inner_steps=4", "noloco.inner_steps=4", "palsgd.inner_steps=4", "palsgd.ddp_warmup_steps=2",
+          "sparta.p=0.05", "streaming.fragment_blocks=1", "run.progress=false", "run.out_dir=" + out_dir,
+          "run.name=" + name};
+}
+
+std::vector<std::string> as_flags(const std::vector<std::string>& overrides) {
+  std::vector<std::string> out;
+  for (const auto& o : overrides) out.push_back("--" + o);
+  return out;
+}
+
+std::vector<nlohmann::json> read_events(const std::string& run_dir) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(fs::path(run_dir) / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// ---------------------------------------------------------------------------
+// Equivalence with the simulator
+
+class RealEqualsSimulated : public ::testing::TestWithParam<const char*> {};
+
+// N = 2: every reduction has two operands, and a + b is the same in either
+// order, so the real run must reproduce the simulator bit for bit: losses,
+// bytes, correlation and every worker's final parameters (hashed).
+TEST_P(RealEqualsSimulated, TwoRanksOverGlooMatchTheSimulatorBitwise) {
+  const std::string strategy = GetParam();
+  testing::TempDir dir;
+  const Config cfg = load_config("", tiny_overrides(strategy, dir.str(), "sim"));
+  const RunSummary sim = train(cfg);
+
+  LaunchOptions opts;
+  opts.nproc = 2;
+  opts.grace_seconds = 2;
+  opts.argv = {kAtoll, "train", "--dist-timeout=60"};
+  for (const auto& f : as_flags(tiny_overrides(strategy, dir.str(), "real"))) opts.argv.push_back(f);
+  std::ostringstream out, err;
+  opts.out = &out;
+  opts.err = &err;
+  const LaunchResult r = launch_local(opts);
+  ASSERT_EQ(r.exit_code, 0) << r.error << "\n" << err.str();
+
+  const auto want = read_events(sim.run_dir), got = read_events(dir / "real");
+  ASSERT_EQ(got.size(), want.size());
+  int compared = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    EXPECT_EQ(got[k]["event"], want[k]["event"]);
+    for (const char* key : {"loss", "val_loss", "bytes_sent_per_worker", "bytes_received_per_worker",
+                            "correlation", "params_hash_per_worker", "bytes_sent_by_tag_total"}) {
+      if (!want[k].contains(key)) continue;
+      EXPECT_EQ(got[k][key], want[k][key]) << strategy << " event " << k << " (" << want[k]["event"] << ") " << key;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 20);
+  EXPECT_EQ(got.front()["mode"], "real");
+  EXPECT_EQ(want.front()["mode"], "simulated");
+  // Real runs report measured times next to the ledger's bytes.
+  EXPECT_TRUE(got.back().contains("comm_wall_s_per_worker"));
+  EXPECT_TRUE(got.back().contains("compute_wall_s_per_worker"));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStrategy, RealEqualsSimulated,
+                         ::testing::Values("ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco",
+                                           "palsgd", "demo", "streaming"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// ---------------------------------------------------------------------------
+// Failure
+
+// One `atoll train` rank started by hand (not through the launcher, which
+// would stop the survivor itself): stdout and stderr go to files.
+struct Rank {
+  pid_t pid = -1;
+  std::string out, err;
+
+  Rank(int64_t rank, int64_t world, int port, const std::vector<std::string>& args, const testing::TempDir& dir) {
+    out = dir / ("rank" + std::to_string(rank) + ".out");
+    err = dir / ("rank" + std::to_string(rank) + ".err");
+    pid = fork();
+    if (pid == 0) {
+      setenv("RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      dup2(open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+      dup2(open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
+      std::vector<char*> argv{const_cast<char*>(kAtoll.c_str()), const_cast<char*>("train")};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~Rank() {
+    if (pid > 0 && waitpid(pid, nullptr, WNOHANG) == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  // Exit status once the process ends, or -1 if it is still running at the deadline.
+  int wait_exit(std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    return -1;
+  }
+  std::string stderr_text() const {
+    std::ifstream in(err);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+};
+
+// Waits until the run folder's metrics show a train event (training is under way).
+bool training_started(const std::string& run_dir, std::chrono::seconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    std::ifstream in(fs::path(run_dir) / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);)
+      if (line.find("\"event\":\"train\"") != std::string::npos) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+class KilledRank : public ::testing::TestWithParam<int> {};
+
+TEST_P(KilledRank, SurvivorExitsWithinTheTimeoutNamingTheLostRank) {
+  const int victim = GetParam(), survivor = 1 - victim;
+  testing::TempDir dir;
+  auto overrides = tiny_overrides("ddp", dir.str(), "run");
+  overrides.push_back("train.steps=1000000");  // runs until killed
+  overrides.push_back("train.eval_every=0");
+  auto args = as_flags(overrides);
+  args.push_back("--dist-timeout=20");
+  const int port = free_port();
+  Rank r0(0, 2, port, args, dir), r1(1, 2, port, args, dir);
+  Rank* ranks[2] = {&r0, &r1};
+  ASSERT_TRUE(training_started(dir / "run", 60s)) << r0.stderr_text() << r1.stderr_text();
+
+  kill(ranks[victim]->pid, SIGKILL);
+  const auto killed_at = Clock::now();
+  const int code = ranks[survivor]->wait_exit(30s);
+  const double took = std::chrono::duration<double>(Clock::now() - killed_at).count();
+  ASSERT_NE(code, -1) << "rank " << survivor << " still running 30 s after rank " << victim << " was killed";
+  EXPECT_NE(code, 0);
+  EXPECT_LT(took, 20.0) << "detection took longer than the configured timeout";
+  const std::string err = ranks[survivor]->stderr_text();
+  EXPECT_NE(err.find("lost rank " + std::to_string(victim)), std::string::npos) << err;
+  // The run folder stays readable: config and complete metrics lines.
+  EXPECT_TRUE(fs::exists(dir / "run/config.toml"));
+  std::ifstream in(dir / "run/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) EXPECT_NO_THROW(nlohmann::json::parse(line)) << line;
+}
+
+INSTANTIATE_TEST_SUITE_P(EitherRank, KilledRank, ::testing::Values(0, 1),
+                         [](const auto& info) { return "victim_rank" + std::to_string(info.param); });
+
+TEST(RealRun, MismatchedConfigsAreRefusedAtStartUpNamingTheKeyOnBothRanks) {
+  testing::TempDir dir;
+  auto common = tiny_overrides("diloco", dir.str(), "run");
+  auto a0 = as_flags(common), a1 = as_flags(common);
+  a0.push_back("--model.n_embd=16");
+  a1.push_back("--model.n_embd=32");
+  a0.push_back("--dist-timeout=30");
+  a1.push_back("--dist-timeout=30");
+  const int port = free_port();
+  Rank r0(0, 2, port, a0, dir), r1(1, 2, port, a1, dir);
+  EXPECT_EQ(r1.wait_exit(40s), 1);
+  EXPECT_EQ(r0.wait_exit(40s), 1);
+  EXPECT_NE(r1.stderr_text().find("model.n_embd = 32 on rank 1 but 16 on rank 0"), std::string::npos)
+      << r1.stderr_text();
+  EXPECT_NE(r0.stderr_text().find("refusing to start: model.n_embd = 32 on rank 1 but 16 on rank 0"),
+            std::string::npos)
+      << r0.stderr_text();
+  EXPECT_FALSE(fs::exists(dir / "run")) << "a refused start must not create the run folder";
+}
+
+TEST(RealRun, MismatchedWorldSizesAreRefusedAtStartUp) {
+  testing::TempDir dir;
+  auto args = as_flags(tiny_overrides("ddp", dir.str(), "run"));
+  args.erase(std::remove(args.begin(), args.end(), "--strategy.workers=2"), args.end());  // follows WORLD_SIZE
+  args.push_back("--dist-timeout=30");
+  const int port = free_port();
+  Rank r0(0, 2, port, args, dir), r1(1, 3, port, args, dir);
+  EXPECT_EQ(r1.wait_exit(40s), 1);
+  EXPECT_EQ(r0.wait_exit(40s), 1);
+  EXPECT_NE(r1.stderr_text().find("dist.world_size = 3 on rank 1 but 2 on rank 0"), std::string::npos)
+      << r1.stderr_text();
+}
+
+TEST(RealRun, ExistingRunFolderOnRankZeroStopsEveryRankAndIsLeftUntouched) {
+  testing::TempDir dir;
+  fs::create_directories(dir / "run");
+  const std::string marker = dir.write("run/keep.txt", "precious");
+  auto args = as_flags(tiny_overrides("ddp", dir.str(), "run"));
+  args.push_back("--dist-timeout=30");
+  const int port = free_port();
+  Rank r0(0, 2, port, args, dir), r1(1, 2, port, args, dir);
+  EXPECT_EQ(r0.wait_exit(40s), 1);
+  EXPECT_EQ(r1.wait_exit(40s), 1);
+  EXPECT_NE(r1.stderr_text().find("rank 0 could not start the run: run folder"), std::string::npos)
+      << r1.stderr_text();
+  std::ifstream in(marker);
+  std::string text;
+  in >> text;
+  EXPECT_EQ(text, "precious");
+  EXPECT_FALSE(fs::exists(dir / "run/metrics.jsonl"));
+}
+
+}  // namespace
+}  // namespace atl
