@@ -118,7 +118,7 @@ TEST_P(RealEqualsSimulated, TwoRanksOverGlooMatchTheSimulatorBitwise) {
 INSTANTIATE_TEST_SUITE_P(EveryStrategy, RealEqualsSimulated,
                          ::testing::Values("ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco",
                                            "palsgd", "demo", "streaming"),
-                         [](const auto& info) { return std::string(info.param); });
+                         [](const auto& p) { return std::string(p.param); });
 
 // ---------------------------------------------------------------------------
 // Failure
@@ -215,7 +215,7 @@ TEST_P(KilledRank, SurvivorExitsWithinTheTimeoutNamingTheLostRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EitherRank, KilledRank, ::testing::Values(0, 1),
-                         [](const auto& info) { return "victim_rank" + std::to_string(info.param); });
+                         [](const auto& p) { return "victim_rank" + std::to_string(p.param); });
 
 TEST(RealRun, MismatchedConfigsAreRefusedAtStartUpNamingTheKeyOnBothRanks) {
   testing::TempDir dir;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "atoll/config.h"
 #include "atoll/data.h"
 #include "atoll/dist.h"
+#include "atoll/launch.h"
 #include "atoll/net.h"
 #include "atoll/report.h"
 #include "atoll/train.h"
@@ -113,7 +115,8 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
 void print_done(const atl::RunSummary& s);
 
 // torchrun's flags for a real run; each also comes from its environment variable.
-const char* const kDistFlags[] = {"rank", "world-size", "master-addr", "master-port", "dist-timeout"};
+const char* const kDistFlags[] = {"rank", "world-size", "master-addr", "master-port", "dist-timeout",
+                                  "dist-sync-ops"};
 
 // Takes the real-run flags out of `args`; true if any was given.
 bool take_dist_flags(std::vector<std::string>& args, atl::DistOptions& opts) {
@@ -134,6 +137,11 @@ bool take_dist_flags(std::vector<std::string>& args, atl::DistOptions& opts) {
     }
     if (std::find(std::begin(kDistFlags), std::end(kDistFlags), key) == std::end(kDistFlags)) {
       rest.push_back(args[i]);
+      continue;
+    }
+    if (key == "dist-sync-ops") {  // a switch, no value
+      opts.sync_before_ops = !inline_value || value == "true" || value == "1";
+      any = true;
       continue;
     }
     if (!inline_value) {
@@ -199,6 +207,9 @@ void print_done(const atl::RunSummary& s) {
       s.final_val_loss, std::exp(s.final_val_loss), s.final_train_loss, (long long)s.params, s.tokens_per_s,
       s.model_flops_per_s, format_duration(s.wall_seconds).c_str(), format_duration(s.sim_seconds).c_str(),
       100 * s.compute_utilisation, format_bytes(s.bytes_sent_per_worker).c_str(), s.run_dir.c_str());
+  if (s.comm_wall_seconds >= 0)
+    std::printf("communication per worker: measured %.3f s, network model %.3f s\n", s.comm_wall_seconds,
+                s.network_model_seconds);
 }
 
 void print_prepare_report(const atl::PrepareReport& r, const std::string& out) {
@@ -256,6 +267,25 @@ int main(int argc, char** argv) {
   cost->add_option("--steps", q.steps, "inner steps in the run")->capture_default_str();
   cost->add_option("--step-time", q.step_seconds, "compute seconds per inner step")->capture_default_str();
 
+  atl::LaunchOptions launch_opts;
+  auto* launch = app.add_subcommand(
+      "launch", "run a real job of N ranks per host (like torchrun): atoll launch --nproc=N [--nnodes=M "
+                "--node-rank=K --master-addr=HOST --master-port=P] [train arguments]");
+  launch->allow_extras();
+  launch->add_option("--nproc,--nproc-per-node", launch_opts.nproc, "ranks to start on this machine")->required();
+  launch->add_option("--nnodes", launch_opts.nnodes, "hosts in the job (run atoll launch on each)")
+      ->capture_default_str();
+  launch->add_option("--node-rank", launch_opts.node_rank, "this host's index, 0..nnodes-1 (0 hosts rank 0)")
+      ->capture_default_str();
+  launch->add_option("--master-addr", launch_opts.master_addr, "address of the host with node rank 0")
+      ->capture_default_str();
+  launch->add_option("--master-port", launch_opts.master_port,
+                     "rendezvous port (0: a free one; required with --nnodes > 1)")
+      ->capture_default_str();
+  launch->add_option("--grace", launch_opts.grace_seconds,
+                     "seconds between SIGTERM and SIGKILL when a rank fails or on Ctrl-C")
+      ->capture_default_str();
+
   std::vector<std::string> compare_dirs;
   auto* compare = app.add_subcommand("compare", "compare finished run folders in a Markdown table");
   compare->add_option("runs", compare_dirs, "run folders; ratios are against the first")->required();
@@ -267,6 +297,14 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (train->parsed()) return cmd_train(train->remaining(), false);
+    if (launch->parsed()) {
+      // Every rank runs this same binary's `train` with the given arguments.
+      launch_opts.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "train"};
+      for (const auto& a : launch->remaining()) launch_opts.argv.push_back(a);
+      const atl::LaunchResult r = atl::launch_local(launch_opts);
+      if (r.exit_code != 0) std::fprintf(stderr, "\natoll launch: %s\n", r.error.c_str());
+      return r.exit_code;
+    }
     if (config_cmd->parsed()) return cmd_train(config_cmd->remaining(), true);
     if (p_brown->parsed()) {
       print_prepare_report(atl::prepare_documents(atl::read_brown_documents(src), tokenizer, out,

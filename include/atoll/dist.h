@@ -33,13 +33,17 @@ struct DistOptions {
   std::string ifname;             // GLOO_SOCKET_IFNAME (empty: the interface reaching master_addr)
   double timeout_s = 300;         // a collective or rendezvous longer than this fails
   double heartbeat_s = 1;         // liveness beat, used to name a lost rank
+  // ATOLL_DIST_SYNC_OPS=1 (--dist-sync-ops): an untimed barrier before every
+  // communicator op, so measured communication time is the transfer alone,
+  // not also the wait for a slower peer (checking the network model).
+  bool sync_before_ops = false;
 };
 
 // True when the environment asks for a real run (WORLD_SIZE is set).
 bool dist_requested_by_env();
 // Fills DistOptions from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-// MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME and ATOLL_DIST_TIMEOUT
-// (seconds); unset variables keep the defaults in `base`.
+// MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME, ATOLL_DIST_TIMEOUT (seconds)
+// and ATOLL_DIST_SYNC_OPS; unset variables keep the defaults in `base`.
 DistOptions dist_options_from_env(DistOptions base = {});
 // Rejects impossible values with a message naming the variable or flag.
 void validate(const DistOptions& opts);
@@ -52,7 +56,8 @@ class DistGroup {
   virtual Communicator& comm() = 0;
   virtual int64_t rank() const = 0;
   virtual int64_t size() const = 0;
-  // Wall seconds this rank spent inside the communicator's ops.
+  // Wall seconds this rank spent inside the communicator's ops (observer
+  // collectives excluded).
   virtual double measured_comm_seconds() const = 0;
   // Observer collectives (not in the ledger or the simulated clock): Sum
   // all-reduce in place, all-gather of equal-size 1-D tensors, barrier and

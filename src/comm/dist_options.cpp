@@ -54,6 +54,7 @@ DistOptions dist_options_from_env(DistOptions o) {
   o.master_port = static_cast<int>(env_int("MASTER_PORT", o.master_port));
   if (const char* i = env("GLOO_SOCKET_IFNAME")) o.ifname = i;
   o.timeout_s = env_double("ATOLL_DIST_TIMEOUT", o.timeout_s);
+  o.sync_before_ops = env_int("ATOLL_DIST_SYNC_OPS", o.sync_before_ops ? 1 : 0) != 0;
   return o;
 }
 

@@ -61,25 +61,34 @@ class GlooCommunicator final : public Communicator {
   double measured_seconds() const { return measured_; }
   c10d::ProcessGroup& pg() { return *pg_; }
 
-  // Runs one blocking process-group op; wall time is measured, failures are
-  // rethrown naming the lost rank where it can be found.
+  // Runs process-group work; failures are rethrown naming the lost rank
+  // where it can be found.
   template <class F>
   void guarded(const char* what, F&& op) {
-    const auto t0 = Clock::now();
     try {
       op();
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string(what) + " on rank " + std::to_string(rank()) +
                                " failed: " + diagnose_(e.what()));
     }
+  }
+  // A communicator op: guarded, and its wall time measured. With
+  // sync_before_ops an untimed barrier first lines the ranks up, so the
+  // measurement is the transfer alone, not the wait for a slower peer.
+  template <class F>
+  void timed(const char* what, F&& op) {
+    if (sync_before_ops_) guarded("barrier before timing", [&] { pg_->barrier()->wait(); });
+    const auto t0 = Clock::now();
+    guarded(what, op);
     measured_ += std::chrono::duration<double>(Clock::now() - t0).count();
   }
+  void set_sync_before_ops(bool on) { sync_before_ops_ = on; }
 
  protected:
   double do_all_reduce(at::Tensor& t, ReduceOp op, double arrival, double network_seconds) override {
     if (op == ReduceOp::Mean && t.scalar_type() == at::kBool)
       throw std::invalid_argument("all_reduce: Mean is undefined for bool tensors");
-    guarded("all_reduce", [&] {
+    timed("all_reduce", [&] {
       std::vector<at::Tensor> v{t};
       c10d::AllreduceOptions o;
       o.reduceOp = c10d::ReduceOp::SUM;
@@ -99,12 +108,18 @@ class GlooCommunicator final : public Communicator {
   double do_all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, double arrival,
                        const std::function<double(const std::vector<int64_t>&)>& seconds_for) override {
     // Sizes first (they may differ between ranks), then one padded gather.
+    std::vector<int64_t> bytes;
+    timed("all_gather", [&] { gather_variable(in, out, bytes); });
+    return arrival + seconds_for(bytes);
+  }
+
+  void gather_variable(const at::Tensor& in, std::vector<at::Tensor>& out, std::vector<int64_t>& bytes) {
     const at::Tensor flat = in.reshape({-1});
     at::Tensor my_size = at::full({1}, flat.numel(), at::kLong);
     std::vector<at::Tensor> sizes_t;
     gather_equal(my_size, sizes_t);
     int64_t largest = 0;
-    std::vector<int64_t> numels, bytes;
+    std::vector<int64_t> numels;
     for (const auto& s : sizes_t) {
       numels.push_back(s.item<int64_t>());
       bytes.push_back(numels.back() * static_cast<int64_t>(in.element_size()));
@@ -120,11 +135,10 @@ class GlooCommunicator final : public Communicator {
       gather_equal(padded, parts);
       for (int64_t r = 0; r < size(); ++r) out.push_back(parts[r].narrow(0, 0, numels[r]).clone());
     }
-    return arrival + seconds_for(bytes);
   }
 
   double do_broadcast(at::Tensor& t, int64_t root, double arrival, double network_seconds) override {
-    guarded("broadcast", [&] {
+    timed("broadcast", [&] {
       std::vector<at::Tensor> v{t};
       c10d::BroadcastOptions o;
       o.rootRank = root;
@@ -134,7 +148,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   double do_barrier(double arrival, double network_seconds) override {
-    guarded("barrier", [&] { pg_->barrier()->wait(); });
+    timed("barrier", [&] { pg_->barrier()->wait(); });
     return arrival + network_seconds;
   }
 
@@ -143,7 +157,7 @@ class GlooCommunicator final : public Communicator {
   // number is the Gloo tag, so a pair's messages match in call order.
   double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                      const std::vector<int64_t>& peers, double arrival, double network_seconds) override {
-    guarded("exchange", [&] {
+    timed("exchange", [&] {
       std::vector<c10::intrusive_ptr<c10d::Work>> pending;
       std::vector<std::vector<at::Tensor>> bufs;
       bufs.reserve(2 * peers.size());
@@ -166,7 +180,7 @@ class GlooCommunicator final : public Communicator {
   // reaped by later ops and awaited at the latest by drain_sends().
   double do_send(const at::Tensor& t, int64_t dst, double arrival, double network_seconds) override {
     reap_sends();
-    guarded("send", [&] {
+    timed("send", [&] {
       std::vector<at::Tensor> v{t.clone()};
       in_flight_.push_back({pg_->send(v, static_cast<int>(dst), next_tag(send_seq_, dst)), v});
     });
@@ -174,7 +188,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   double do_recv(at::Tensor& t, int64_t src, double arrival, double network_seconds) override {
-    guarded("recv", [&] {
+    timed("recv", [&] {
       std::vector<at::Tensor> v{t};
       pg_->recv(v, static_cast<int>(src), next_tag(recv_seq_, src))->wait();
     });
@@ -224,6 +238,7 @@ class GlooCommunicator final : public Communicator {
   std::vector<uint64_t> send_seq_, recv_seq_;
   std::vector<InFlightSend> in_flight_;
   double measured_ = 0;
+  bool sync_before_ops_ = false;
 };
 
 class GlooDistGroup final : public DistGroup {
@@ -249,6 +264,7 @@ class GlooDistGroup final : public DistGroup {
     comm_ = std::make_unique<GlooCommunicator>(pg, algo, [this](const std::string& cause) {
       return diagnose(cause);
     });
+    comm_->set_sync_before_ops(opts.sync_before_ops);
     if (beat_store_) beat_thread_ = std::thread([this] { beat(); });
   }
 

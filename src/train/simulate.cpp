@@ -441,7 +441,9 @@ class Driver {
     nlohmann::json hashes = nlohmann::json::array();
     for (const auto& worker : params) hashes.push_back(parameter_hash(worker));
     e["params_hash_per_worker"] = hashes;
+    summary_.network_model_seconds = network_model / n;
     if (real_run()) {
+      summary_.comm_wall_seconds = comm_wall / n;
       // Measured next to the ledger's bytes and the network model's prediction.
       e["comm_wall_s_per_worker"] = comm_wall / n;
       e["compute_wall_s_per_worker"] = compute_wall / n;
