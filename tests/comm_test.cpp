@@ -7,16 +7,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "atoll/comm.h"
 #include "atoll/dist.h"
+#include "atoll/launch.h"
 #include "atoll/net.h"
 
 namespace atl {
@@ -193,6 +196,38 @@ TEST_P(GlooConformance, AllOpsGiveExactRankValuedResultsForPayloads0To2Pow20) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes1To4, GlooConformance, ::testing::Range<int64_t>(1, 5));
 
+// One rank of GlooProcesses.* below, started in its own process by
+// launch_local with torchrun's variables; skipped when run on its own.
+TEST(GlooProcessRank, RunsTheConformanceChecksAsOneRankOfARealJob) {
+  if (!dist_requested_by_env()) GTEST_SKIP() << "runs only as a rank started by GlooProcesses.*";
+  DistOptions opts = dist_options_from_env();
+  opts.timeout_s = 30;
+  auto group = connect_gloo(opts, CollectiveAlgo::Ring);
+  for (int64_t p : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{1000}, int64_t{1} << 20}) {
+    SCOPED_TRACE("payload " + std::to_string(p));
+    check_all_ops(group->comm(), opts.world_size, p, iota(p, at::kInt), iota(p, at::kFloat));
+  }
+  group->finish();
+}
+
+TEST(GlooProcesses, ConformanceHoldsBetweenTwoRealProcessesOverATcpStore) {
+  LaunchOptions opts;
+  opts.nproc = 2;
+  opts.grace_seconds = 2;
+  opts.argv = {std::filesystem::read_symlink("/proc/self/exe").string(),
+               "--gtest_filter=GlooProcessRank.RunsTheConformanceChecksAsOneRankOfARealJob"};
+  std::ostringstream out, err;
+  opts.out = &out;
+  opts.err = &err;
+  const LaunchResult r = launch_local(opts);
+  EXPECT_EQ(r.exit_code, 0) << r.error << "\n" << out.str() << err.str();
+  // Both ranks ran the checks (a skip would also exit 0).
+  for (int k = 0; k < 2; ++k) {
+    const std::string ok = "[rank " + std::to_string(k) + "] [       OK ] GlooProcessRank.";
+    EXPECT_NE(out.str().find(ok), std::string::npos) << out.str();
+  }
+}
+
 TEST(GlooGroup, LedgerEqualsTheInProcessGroupsForTheSameOps) {
   const int64_t n = 3, p = 1000;
   const at::Tensor i = iota(p, at::kInt), fi = iota(p, at::kFloat);
@@ -229,6 +264,29 @@ TEST(GlooGroup, TwoRankFloatMeanIsBitwiseTheInProcessGroupsMean) {
     c.all_reduce(theirs[c.rank()], ReduceOp::Mean, "m");
   });
   for (int r = 0; r < 2; ++r) EXPECT_TRUE(at::equal(ours[r], theirs[r])) << "rank " << r;
+}
+
+TEST(GlooGroup, AsyncOpsReturnBeforeThePeerJoinsAndDeliverAtWait) {
+  // Rank 1 posts only after rank 0's async calls have returned: a blocking
+  // implementation would wait for rank 1 forever (and fail at the timeout).
+  auto groups = gloo_threads_group(2, 10, CollectiveAlgo::Ring);
+  std::promise<void> posted;
+  std::shared_future<void> rank0_posted = posted.get_future().share();
+  at::Tensor x[2] = {at::full({1000}, 1.0), at::full({1000}, 3.0)};
+  std::vector<at::Tensor> got[2];
+  run_gloo_ranks(groups, [&](Communicator& c) {
+    const int64_t r = c.rank();
+    if (r == 1) rank0_posted.wait();
+    Work reduce = c.all_reduce_async(x[r], ReduceOp::Mean, "async");
+    Work swap = c.exchange_with_async(at::full({10}, double(r)), got[r], {1 - r}, "async-swap");
+    if (r == 0) posted.set_value();
+    reduce.wait();
+    swap.wait();
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(at::equal(x[r], at::full({1000}, 2.0))) << "rank " << r;
+    EXPECT_TRUE(at::equal(got[r].at(0), at::full({10}, double(1 - r)))) << "rank " << r;
+  }
 }
 
 TEST(GlooGroup, ARankWaitingForAnAbsentPeerFailsAfterTheTimeoutNamingTheOp) {

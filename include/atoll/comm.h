@@ -70,19 +70,20 @@ class Ledger {
 
 // Handle of a non-blocking op. The data are final once wait() returns; the
 // simulated clock is charged only for what the compute since the op started
-// did not hide.
+// did not hide. A real backend's op may still be in flight until wait():
+// `complete` finishes it (blocking) and writes the result into place.
 class Work {
  public:
   Work() = default;
-  Work(class Communicator* comm, double completion_time, std::shared_ptr<void> backend_state)
-      : comm_(comm), completion_(completion_time), state_(std::move(backend_state)) {}
+  Work(class Communicator* comm, double completion_time, std::function<void()> complete)
+      : comm_(comm), completion_(completion_time), complete_(std::move(complete)) {}
   void wait();
   bool pending() const { return comm_ != nullptr; }
 
  private:
   class Communicator* comm_ = nullptr;
   double completion_ = 0;
-  std::shared_ptr<void> state_;
+  std::function<void()> complete_;
 };
 
 class Communicator {
@@ -160,6 +161,20 @@ class Communicator {
   virtual double do_send(const at::Tensor& t, int64_t dst, double arrival,
                          double network_seconds) = 0;
   virtual double do_recv(at::Tensor& t, int64_t src, double arrival, double network_seconds) = 0;
+  // Non-blocking starts: may leave the op in flight and return what
+  // completes it (blocking; null when already complete). The defaults run
+  // the blocking op now, which is exact for the in-process group.
+  virtual std::function<void()> start_all_reduce(at::Tensor& t, ReduceOp op, double arrival,
+                                                 double network_seconds, double& completion) {
+    completion = do_all_reduce(t, op, arrival, network_seconds);
+    return nullptr;
+  }
+  virtual std::function<void()> start_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                                               const std::vector<int64_t>& peers, double arrival,
+                                               double network_seconds, double& completion) {
+    completion = do_exchange(send, recvs, peers, arrival, network_seconds);
+    return nullptr;
+  }
 
  private:
   friend class Work;
@@ -168,7 +183,8 @@ class Communicator {
                 const std::vector<int64_t>& participants);
   void finish(double completion);  // blocking ops: clock waits
   double start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                             const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes);
+                             const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes,
+                             std::function<void()>* in_flight);
 
   int64_t rank_, size_;
   CollectiveAlgo algo_;

@@ -53,7 +53,11 @@ void Work::wait() {
   if (comm_ == nullptr) return;
   Communicator* comm = comm_;
   comm_ = nullptr;
-  state_.reset();
+  if (complete_) {
+    auto complete = std::move(complete_);
+    complete_ = nullptr;
+    complete();
+  }
   comm->finish(completion_);
 }
 
@@ -93,20 +97,27 @@ void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag
   finish(completion);
 }
 
-// The data movement happens now; only the simulated clock is deferred to
-// wait(). For the in-process backend this is exact: every rank reaches the op
-// at the same training step, so the values equal what a real overlapped
-// all-reduce would deliver at wait(); what overlap changes is time, and time
-// is charged from `completion` when the Work is waited on (so compute done
-// in between hides the communication).
+// The in-process backend moves the data now; only the simulated clock is
+// deferred to wait(). That is exact: every rank reaches the op at the same
+// training step, so the values equal what a real overlapped all-reduce
+// delivers at wait(); what overlap changes is time, and time is charged from
+// `completion` when the Work is waited on (so compute done in between hides
+// the communication). A real backend leaves the op in flight until wait().
 Work Communicator::all_reduce_async(at::Tensor& t, ReduceOp op, const std::string& tag, double wire_bytes) {
   require_defined(t, "all_reduce_async", "t");
   const double net = record(CommOp::AllReduce, tag, wire_bytes >= 0 ? wire_bytes : payload_bytes(t), false, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
-  const double completion = do_all_reduce(work, op, arrival, net);
-  copy_back(t, work);
-  return Work(this, completion, nullptr);
+  double completion = 0;
+  std::function<void()> in_flight = start_all_reduce(work, op, arrival, net, completion);
+  if (!in_flight) {
+    copy_back(t, work);
+    return Work(this, completion, nullptr);
+  }
+  return Work(this, completion, [in_flight, t, work]() mutable {
+    in_flight();
+    copy_back(t, work);
+  });
 }
 
 void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out,
@@ -187,7 +198,7 @@ void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t pe
 
 double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                                          const std::vector<int64_t>& peers, const std::string& tag,
-                                         double wire_bytes) {
+                                         double wire_bytes, std::function<void()>* in_flight) {
   require_defined(send, "exchange_with", "send");
   std::vector<int64_t> participants{rank_};
   for (int64_t p : peers) {
@@ -204,18 +215,23 @@ double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at:
   recvs.clear();
   for (size_t i = 0; i < peers.size(); ++i) recvs.push_back(at::empty_like(src));
   if (peers.empty()) return arrival;
-  return do_exchange(src, recvs, peers, arrival, net);
+  if (in_flight == nullptr) return do_exchange(src, recvs, peers, arrival, net);
+  double completion = 0;
+  *in_flight = start_exchange(src, recvs, peers, arrival, net, completion);
+  return completion;
 }
 
 void Communicator::exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                                  const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes) {
-  finish(start_exchange_with(send, recvs, peers, tag, wire_bytes));
+  finish(start_exchange_with(send, recvs, peers, tag, wire_bytes, nullptr));
 }
 
 Work Communicator::exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                                        const std::vector<int64_t>& peers, const std::string& tag,
                                        double wire_bytes) {
-  return Work(this, start_exchange_with(send, recvs, peers, tag, wire_bytes), nullptr);
+  std::function<void()> in_flight;
+  const double completion = start_exchange_with(send, recvs, peers, tag, wire_bytes, &in_flight);
+  return Work(this, completion, std::move(in_flight));
 }
 
 void Communicator::send(const at::Tensor& t, int64_t dst, const std::string& tag) {

@@ -2,10 +2,9 @@
 //
 // The Communicator subclass only moves data: the front end (communicator.cpp)
 // keeps the ledger and the simulated clock exactly as for the in-process
-// group, so a real run's ledger equals the simulated one. Ops block until
-// done, also the *_async ones: the values are the same as an overlapped op's
-// and the predicted clock still charges overlap; only the measured wall time
-// does not overlap (left for later, see docs/DISTRIBUTED.md).
+// group, so a real run's ledger equals the simulated one. The *_async ops
+// stay in flight until their Work is waited on, so compute overlaps them
+// for real; the measured time of such an op is what its wait exposed.
 //
 // Failure diagnosis: Gloo reports a dead peer as "connection closed by peer
 // <ip:port>", which names no rank. Each rank therefore beats a counter in the
@@ -76,8 +75,8 @@ class GlooCommunicator final : public Communicator {
   // sync_before_ops an untimed barrier first lines the ranks up, so the
   // measurement is the transfer alone, not the wait for a slower peer.
   template <class F>
-  void timed(const char* what, F&& op) {
-    if (sync_before_ops_) guarded("barrier before timing", [&] { pg_->barrier()->wait(); });
+  void timed(const char* what, F&& op, bool line_up = true) {
+    if (line_up && sync_before_ops_) guarded("barrier before timing", [&] { pg_->barrier()->wait(); });
     const auto t0 = Clock::now();
     guarded(what, op);
     measured_ += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -86,23 +85,36 @@ class GlooCommunicator final : public Communicator {
 
  protected:
   double do_all_reduce(at::Tensor& t, ReduceOp op, double arrival, double network_seconds) override {
+    double completion = 0;
+    start_all_reduce(t, op, arrival, network_seconds, completion)();
+    return completion;
+  }
+
+  // Posts the all-reduce to the group's worker thread and returns at once;
+  // the returned function waits for it (measured: the exposed time) and
+  // applies Mean with the same division as the in-process group, so N = 2
+  // results are bitwise equal.
+  std::function<void()> start_all_reduce(at::Tensor& t, ReduceOp op, double arrival, double network_seconds,
+                                         double& completion) override {
     if (op == ReduceOp::Mean && t.scalar_type() == at::kBool)
       throw std::invalid_argument("all_reduce: Mean is undefined for bool tensors");
+    c10::intrusive_ptr<c10d::Work> work;
     timed("all_reduce", [&] {
       std::vector<at::Tensor> v{t};
       c10d::AllreduceOptions o;
       o.reduceOp = c10d::ReduceOp::SUM;
-      pg_->allreduce(v, o)->wait();
+      work = pg_->allreduce(v, o);
     });
-    // Same division as the in-process group, so N = 2 results are bitwise equal.
-    if (op == ReduceOp::Mean) {
+    completion = arrival + network_seconds;
+    return [this, work, t, op]() mutable {
+      timed("all_reduce", [&] { work->wait(); }, /*line_up=*/false);
+      if (op != ReduceOp::Mean) return;
       if (at::isFloatingType(t.scalar_type())) {
         t.div_(static_cast<double>(size()));
       } else {
         t.copy_(at::div(t, size(), "trunc"));
       }
-    }
-    return arrival + network_seconds;
+    };
   }
 
   double do_all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, double arrival,
@@ -152,26 +164,39 @@ class GlooCommunicator final : public Communicator {
     return arrival + network_seconds;
   }
 
-  // Posts every send, then every receive, then waits: no peer order can
-  // deadlock. Each direction of each pair numbers its messages, and the
-  // number is the Gloo tag, so a pair's messages match in call order.
   double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                      const std::vector<int64_t>& peers, double arrival, double network_seconds) override {
+    double completion = 0;
+    start_exchange(send, recvs, peers, arrival, network_seconds, completion)();
+    return completion;
+  }
+
+  // Posts every send, then every receive; the returned function waits for
+  // all of them. No peer order can deadlock. Each direction of each pair
+  // numbers its messages, and the number is the Gloo tag, so a pair's
+  // messages match in call order.
+  std::function<void()> start_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
+                                       const std::vector<int64_t>& peers, double arrival, double network_seconds,
+                                       double& completion) override {
+    auto pending = std::make_shared<std::vector<c10::intrusive_ptr<c10d::Work>>>();
+    auto bufs = std::make_shared<std::vector<std::vector<at::Tensor>>>();
+    bufs->reserve(2 * peers.size());
     timed("exchange", [&] {
-      std::vector<c10::intrusive_ptr<c10d::Work>> pending;
-      std::vector<std::vector<at::Tensor>> bufs;
-      bufs.reserve(2 * peers.size());
       for (int64_t p : peers) {
-        bufs.push_back({send});
-        pending.push_back(pg_->send(bufs.back(), static_cast<int>(p), next_tag(send_seq_, p)));
+        bufs->push_back({send});
+        pending->push_back(pg_->send(bufs->back(), static_cast<int>(p), next_tag(send_seq_, p)));
       }
       for (size_t i = 0; i < peers.size(); ++i) {
-        bufs.push_back({recvs[i]});
-        pending.push_back(pg_->recv(bufs.back(), static_cast<int>(peers[i]), next_tag(recv_seq_, peers[i])));
+        bufs->push_back({recvs[i]});
+        pending->push_back(pg_->recv(bufs->back(), static_cast<int>(peers[i]), next_tag(recv_seq_, peers[i])));
       }
-      for (auto& w : pending) w->wait();
     });
-    return arrival + network_seconds;
+    completion = arrival + network_seconds;
+    return [this, pending, bufs] {
+      timed("exchange", [&] {
+        for (auto& w : *pending) w->wait();
+      }, /*line_up=*/false);
+    };
   }
 
   // Buffered like the in-process group: Gloo's send completes only when the
