@@ -4,8 +4,6 @@
 //   build/bench_gloo_allreduce [max_mb=256] [seconds_per_size=1]
 // Bus bandwidth = 2(N-1)/N * S / t (what each rank moves under a ring).
 #include <ATen/ATen.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +17,7 @@
 
 #include "atoll/comm.h"
 #include "atoll/dist.h"
+#include "atoll/launch.h"
 #include "train/threads.h"
 
 namespace {
@@ -27,17 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Seconds per op: repeats `op` for about `budget` seconds (at least 3 times)
 // after one warm-up, and keeps the fastest repetition (least disturbed).
@@ -109,7 +97,7 @@ int main(int argc, char** argv) try {
 
   atl::DistOptions opts;
   opts.world_size = 2;
-  opts.master_port = free_port();
+  opts.master_port = atl::pick_free_port("127.0.0.1");
   opts.timeout_s = 120;
   const pid_t child = fork();
   opts.rank = child == 0 ? 1 : 0;

@@ -3,9 +3,7 @@
 // the timeout, and mismatched configs are refused before training.
 // Every wait here has a deadline: distributed bugs hang rather than fail.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,17 +56,6 @@ std::vector<nlohmann::json> read_events(const std::string& run_dir) {
   return out;
 }
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 // ---------------------------------------------------------------------------
 // Equivalence with the simulator
@@ -194,7 +181,7 @@ TEST_P(KilledRank, SurvivorExitsWithinTheTimeoutNamingTheLostRank) {
   overrides.push_back("train.eval_every=0");
   auto args = as_flags(overrides);
   args.push_back("--dist-timeout=20");
-  const int port = free_port();
+  const int port = pick_free_port("127.0.0.1");
   Rank r0(0, 2, port, args, dir), r1(1, 2, port, args, dir);
   Rank* ranks[2] = {&r0, &r1};
   ASSERT_TRUE(training_started(dir / "run", 60s)) << r0.stderr_text() << r1.stderr_text();
@@ -217,23 +204,37 @@ TEST_P(KilledRank, SurvivorExitsWithinTheTimeoutNamingTheLostRank) {
 INSTANTIATE_TEST_SUITE_P(EitherRank, KilledRank, ::testing::Values(0, 1),
                          [](const auto& p) { return "victim_rank" + std::to_string(p.param); });
 
+// Starts ranks 0 and 1 with their own arguments and world sizes, and waits
+// (bounded) for both to exit; codes are -1 for a rank still running.
+struct TwoRanks {
+  int code0 = -1, code1 = -1;
+  std::string err0, err1;
+};
+TwoRanks run_two_ranks(std::vector<std::string> args0, int64_t world0, std::vector<std::string> args1,
+                       int64_t world1, const testing::TempDir& dir) {
+  args0.push_back("--dist-timeout=30");
+  args1.push_back("--dist-timeout=30");
+  const int port = pick_free_port("127.0.0.1");
+  Rank r0(0, world0, port, args0, dir), r1(1, world1, port, args1, dir);
+  TwoRanks out;
+  out.code1 = r1.wait_exit(40s);
+  out.code0 = r0.wait_exit(40s);
+  out.err0 = r0.stderr_text();
+  out.err1 = r1.stderr_text();
+  return out;
+}
+
 TEST(RealRun, MismatchedConfigsAreRefusedAtStartUpNamingTheKeyOnBothRanks) {
   testing::TempDir dir;
-  auto common = tiny_overrides("diloco", dir.str(), "run");
-  auto a0 = as_flags(common), a1 = as_flags(common);
+  auto a0 = as_flags(tiny_overrides("diloco", dir.str(), "run")), a1 = a0;
   a0.push_back("--model.n_embd=16");
   a1.push_back("--model.n_embd=32");
-  a0.push_back("--dist-timeout=30");
-  a1.push_back("--dist-timeout=30");
-  const int port = free_port();
-  Rank r0(0, 2, port, a0, dir), r1(1, 2, port, a1, dir);
-  EXPECT_EQ(r1.wait_exit(40s), 1);
-  EXPECT_EQ(r0.wait_exit(40s), 1);
-  EXPECT_NE(r1.stderr_text().find("model.n_embd = 32 on rank 1 but 16 on rank 0"), std::string::npos)
-      << r1.stderr_text();
-  EXPECT_NE(r0.stderr_text().find("refusing to start: model.n_embd = 32 on rank 1 but 16 on rank 0"),
-            std::string::npos)
-      << r0.stderr_text();
+  const TwoRanks r = run_two_ranks(a0, 2, a1, 2, dir);
+  EXPECT_EQ(r.code0, 1);
+  EXPECT_EQ(r.code1, 1);
+  EXPECT_NE(r.err1.find("model.n_embd = 32 on rank 1 but 16 on rank 0"), std::string::npos) << r.err1;
+  EXPECT_NE(r.err0.find("refusing to start: model.n_embd = 32 on rank 1 but 16 on rank 0"), std::string::npos)
+      << r.err0;
   EXPECT_FALSE(fs::exists(dir / "run")) << "a refused start must not create the run folder";
 }
 
@@ -241,27 +242,21 @@ TEST(RealRun, MismatchedWorldSizesAreRefusedAtStartUp) {
   testing::TempDir dir;
   auto args = as_flags(tiny_overrides("ddp", dir.str(), "run"));
   args.erase(std::remove(args.begin(), args.end(), "--strategy.workers=2"), args.end());  // follows WORLD_SIZE
-  args.push_back("--dist-timeout=30");
-  const int port = free_port();
-  Rank r0(0, 2, port, args, dir), r1(1, 3, port, args, dir);
-  EXPECT_EQ(r1.wait_exit(40s), 1);
-  EXPECT_EQ(r0.wait_exit(40s), 1);
-  EXPECT_NE(r1.stderr_text().find("dist.world_size = 3 on rank 1 but 2 on rank 0"), std::string::npos)
-      << r1.stderr_text();
+  const TwoRanks r = run_two_ranks(args, 2, args, 3, dir);
+  EXPECT_EQ(r.code0, 1);
+  EXPECT_EQ(r.code1, 1);
+  EXPECT_NE(r.err1.find("dist.world_size = 3 on rank 1 but 2 on rank 0"), std::string::npos) << r.err1;
 }
 
 TEST(RealRun, ExistingRunFolderOnRankZeroStopsEveryRankAndIsLeftUntouched) {
   testing::TempDir dir;
   fs::create_directories(dir / "run");
   const std::string marker = dir.write("run/keep.txt", "precious");
-  auto args = as_flags(tiny_overrides("ddp", dir.str(), "run"));
-  args.push_back("--dist-timeout=30");
-  const int port = free_port();
-  Rank r0(0, 2, port, args, dir), r1(1, 2, port, args, dir);
-  EXPECT_EQ(r0.wait_exit(40s), 1);
-  EXPECT_EQ(r1.wait_exit(40s), 1);
-  EXPECT_NE(r1.stderr_text().find("rank 0 could not start the run: run folder"), std::string::npos)
-      << r1.stderr_text();
+  const auto args = as_flags(tiny_overrides("ddp", dir.str(), "run"));
+  const TwoRanks r = run_two_ranks(args, 2, args, 2, dir);
+  EXPECT_EQ(r.code0, 1);
+  EXPECT_EQ(r.code1, 1);
+  EXPECT_NE(r.err1.find("rank 0 could not start the run: run folder"), std::string::npos) << r.err1;
   std::ifstream in(marker);
   std::string text;
   in >> text;

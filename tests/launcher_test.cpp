@@ -112,16 +112,7 @@ bool stops_running_within(pid_t pid, double seconds) {
   return true;
 }
 
-// Returns the message of the std::invalid_argument `fn` throws ("" if none).
-template <typename Fn>
-std::string invalid_argument_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::invalid_argument_message;
 
 // Sets an environment variable for one scope, restoring the old value.
 class ScopedEnv {

@@ -11,20 +11,12 @@
 #include <vector>
 
 #include "atoll/net.h"
+#include "test_util.h"
 
 namespace atl {
 namespace {
 
-// Returns the message of the std::invalid_argument `fn` throws ("" if none).
-template <typename Fn>
-std::string invalid_argument_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::invalid_argument_message;
 
 NetworkModel uniform_model(int64_t n, double bandwidth, double latency, CollectiveAlgo algo,
                            double server_bandwidth = 0) {

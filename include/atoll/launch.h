@@ -53,4 +53,9 @@ struct LaunchResult {
 // started are stopped and reaped first).
 LaunchResult launch_local(const LaunchOptions& opts);
 
+// A TCP port that is free on `addr` right now (the kernel's pick for port 0).
+// Another process may take it before it is used; a rendezvous on it then
+// fails loudly. Throws std::runtime_error if `addr` does not resolve.
+int pick_free_port(const std::string& addr);
+
 }  // namespace atl

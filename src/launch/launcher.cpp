@@ -155,45 +155,6 @@ void validate(const LaunchOptions& opts) {
   }
 }
 
-// Asks the kernel for a free port by binding port 0. Another process may take
-// it before rank 0 listens (torchrun has the same race); the ranks' own
-// rendezvous then fails loudly rather than silently.
-int pick_free_port(const std::string& addr) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (const int rc = getaddrinfo(addr.c_str(), "0", &hints, &found); rc != 0) {
-    throw std::runtime_error("launch: cannot resolve master_addr '" + addr +
-                             "': " + gai_strerror(rc));
-  }
-  int port = 0, last_errno = 0;
-  for (addrinfo* ai = found; ai && port == 0; ai = ai->ai_next) {
-    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-      last_errno = errno;
-      continue;
-    }
-    sockaddr_storage bound{};
-    socklen_t len = sizeof(bound);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
-      port = bound.ss_family == AF_INET6
-                 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                 : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    } else {
-      last_errno = errno;
-    }
-    close(fd);
-  }
-  freeaddrinfo(found);
-  if (port == 0) {
-    throw std::runtime_error("launch: cannot pick a free port on '" + addr + "': " +
-                             errno_text(last_errno) + " (is it an address of this host?)");
-  }
-  return port;
-}
 
 // ---------------------------------------------------------------- signals
 
@@ -746,6 +707,46 @@ class Launcher {
 };
 
 }  // namespace
+
+// Asks the kernel for a free port by binding port 0. Another process may take
+// it before rank 0 listens (torchrun has the same race); the ranks' own
+// rendezvous then fails loudly rather than silently.
+int pick_free_port(const std::string& addr) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(addr.c_str(), "0", &hints, &found); rc != 0) {
+    throw std::runtime_error("launch: cannot resolve master_addr '" + addr +
+                             "': " + gai_strerror(rc));
+  }
+  int port = 0, last_errno = 0;
+  for (addrinfo* ai = found; ai && port == 0; ai = ai->ai_next) {
+    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      last_errno = errno;
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
+      port = bound.ss_family == AF_INET6
+                 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                 : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    } else {
+      last_errno = errno;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  if (port == 0) {
+    throw std::runtime_error("launch: cannot pick a free port on '" + addr + "': " +
+                             errno_text(last_errno) + " (is it an address of this host?)");
+  }
+  return port;
+}
 
 LaunchResult launch_local(const LaunchOptions& opts) {
   validate(opts);
