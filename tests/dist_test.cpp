@@ -40,7 +40,10 @@ std::vector<std::string> tiny_overrides(const std::string& strategy, const std::
           "strategy.name=" + strategy, "strategy.workers=2", "strategy.correlation_every=6",
           "diloco.inner_steps=4", "noloco.inner_steps=4", "palsgd.inner_steps=4", "palsgd.ddp_warmup_steps=2",
           "sparta.p=0.05", "streaming.fragment_blocks=1", "run.progress=false", "run.out_dir=" + out_dir,
-          "run.name=" + name};
+          "run.name=" + name,
+          // Modelled compute and a 10 Mbit/s, 5 ms network: compute and network
+          // time are then deterministic and must agree between the drivers too.
+          "network.compute_time=flops", "network.bandwidth=10Mbit/s", "network.latency=5ms"};
 }
 
 std::vector<std::string> as_flags(const std::vector<std::string>& overrides) {
@@ -64,7 +67,10 @@ class RealEqualsSimulated : public ::testing::TestWithParam<const char*> {};
 
 // N = 2: every reduction has two operands, and a + b is the same in either
 // order, so the real run must reproduce the simulator bit for bit: losses,
-// bytes, correlation and every worker's final parameters (hashed).
+// bytes, correlation, every worker's final parameters (hashed), modelled
+// compute and network time. Not sim_time_s: a real rank's clock starts each
+// op at its own arrival (waiting for a slower peer is measured, not
+// modelled), so it differs where ranks compute different amounts (PALSGD).
 TEST_P(RealEqualsSimulated, TwoRanksOverGlooMatchTheSimulatorBitwise) {
   const std::string strategy = GetParam();
   testing::TempDir dir;
@@ -88,7 +94,8 @@ TEST_P(RealEqualsSimulated, TwoRanksOverGlooMatchTheSimulatorBitwise) {
   for (size_t k = 0; k < want.size(); ++k) {
     EXPECT_EQ(got[k]["event"], want[k]["event"]);
     for (const char* key : {"loss", "val_loss", "bytes_sent_per_worker", "bytes_received_per_worker",
-                            "correlation", "params_hash_per_worker", "bytes_sent_by_tag_total"}) {
+                            "correlation", "params_hash_per_worker", "bytes_sent_by_tag_total",
+                            "compute_s", "network_model_s_per_worker"}) {
       if (!want[k].contains(key)) continue;
       EXPECT_EQ(got[k][key], want[k][key]) << strategy << " event " << k << " (" << want[k]["event"] << ") " << key;
       ++compared;
@@ -106,6 +113,41 @@ INSTANTIATE_TEST_SUITE_P(EveryStrategy, RealEqualsSimulated,
                          ::testing::Values("ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco",
                                            "palsgd", "demo", "streaming"),
                          [](const auto& p) { return std::string(p.param); });
+
+// The CLI end to end: `atoll launch` runs `atoll train` as every rank, and
+// rank 0's run folder records a real run with measured times.
+TEST(LaunchCli, TwoRanksTrainAndRankZeroWritesTheRunFolder) {
+  testing::TempDir dir;
+  std::string cmd = kAtoll + " launch --nproc=2 --grace=2";
+  for (const auto& f : as_flags(tiny_overrides("diloco", dir.str(), "cli"))) cmd += " '" + f + "'";
+  const std::string log = dir / "launch.log";
+  ASSERT_EQ(std::system((cmd + " > '" + log + "' 2>&1").c_str()), 0) << cmd;
+  std::ifstream in(log);
+  const std::string out((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(out.find("[rank 0] done: final val loss"), std::string::npos) << out;
+  EXPECT_NE(out.find("[rank 0] communication per worker: measured"), std::string::npos) << out;
+  const auto events = read_events(dir / "cli");
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front()["mode"], "real");
+  EXPECT_EQ(events.back()["ledger_per_worker"].size(), 2u);
+  EXPECT_TRUE(fs::exists(dir / "cli/summary.json"));
+}
+
+TEST(LaunchCli, ARankFailingAtStartUpFailsTheLaunchWithItsError) {
+  testing::TempDir dir;
+  std::string cmd = kAtoll + " launch --nproc=2 --grace=2";
+  for (const auto& f : as_flags(tiny_overrides("diloco", dir.str(), "cli"))) cmd += " '" + f + "'";
+  cmd += " --model.n_embd=15";  // not a multiple of n_head: every rank refuses the config
+  const std::string log = dir / "launch.log";
+  const int status = std::system((cmd + " > '" + log + "' 2>&1").c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(log);
+  const std::string out((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(out.find("atoll launch: rank "), std::string::npos) << out;
+  EXPECT_NE(out.find("model.n_embd must be a positive multiple of model.n_head"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir / "cli"));
+}
 
 // ---------------------------------------------------------------------------
 // Failure
