@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "atoll/config.h"
@@ -25,8 +26,17 @@ const std::pair<const char*, const char*> kShortcuts[] = {
     {"strategy", "strategy.name"}, {"workers", "strategy.workers"}, {"steps", "train.steps"},
     {"name", "run.name"},          {"seed", "run.seed"},            {"overwrite", "run.overwrite"}};
 
-// Turns leftover "--a.b=c", "--a.b c" and shortcut flags into "a.b=c".
-std::vector<std::string> collect_overrides(const std::vector<std::string>& args, std::string& config_path) {
+// torchrun's flags for a real run; each also comes from its environment variable.
+const char* const kDistFlags[] = {"rank", "world-size", "master-addr", "master-port", "dist-timeout",
+                                  "dist-sync-ops"};
+bool is_dist_flag(const std::string& key) {
+  return std::find(std::begin(kDistFlags), std::end(kDistFlags), key) != std::end(kDistFlags);
+}
+
+// Turns leftover "--a.b=c", "--a.b c" and shortcut flags into "a.b=c"; the
+// real-run flags go to `dist_flags` (name -> value) instead.
+std::vector<std::string> collect_overrides(const std::vector<std::string>& args, std::string& config_path,
+                                           std::map<std::string, std::string>& dist_flags) {
   std::vector<std::string> out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -43,13 +53,17 @@ std::vector<std::string> collect_overrides(const std::vector<std::string>& args,
       value = body.substr(eq + 1);
     } else {
       key = body;
-      if (key == "overwrite") {
+      if (key == "overwrite" || key == "dist-sync-ops") {  // switches
         value = "true";
       } else if (i + 1 < args.size()) {
         value = args[++i];
       } else {
         throw atl::ConfigError("flag --" + key + " needs a value");
       }
+    }
+    if (is_dist_flag(key)) {
+      dist_flags[key] = value;
+      continue;
     }
     for (const auto& [short_name, full] : kShortcuts)
       if (key == short_name) key = full;
@@ -58,6 +72,22 @@ std::vector<std::string> collect_overrides(const std::vector<std::string>& args,
     out.push_back(key + "=" + value);
   }
   return out;
+}
+
+// Applies the real-run flags over the environment's values.
+void apply_dist_flags(const std::map<std::string, std::string>& flags, atl::DistOptions& opts) {
+  for (const auto& [key, value] : flags) {
+    try {
+      if (key == "rank") opts.rank = std::stoll(value);
+      if (key == "world-size") opts.world_size = std::stoll(value);
+      if (key == "master-addr") opts.master_addr = value;
+      if (key == "master-port") opts.master_port = std::stoi(value);
+      if (key == "dist-timeout") opts.timeout_s = std::stod(value);
+      if (key == "dist-sync-ops") opts.sync_before_ops = value == "true" || value == "1";
+    } catch (const std::logic_error&) {
+      throw atl::ConfigError("flag --" + key + "='" + value + "' is not a number");
+    }
+  }
 }
 
 std::string format_duration(double s) {
@@ -114,60 +144,13 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
 
 void print_done(const atl::RunSummary& s);
 
-// torchrun's flags for a real run; each also comes from its environment variable.
-const char* const kDistFlags[] = {"rank", "world-size", "master-addr", "master-port", "dist-timeout",
-                                  "dist-sync-ops"};
-
-// Takes the real-run flags out of `args`; true if any was given.
-bool take_dist_flags(std::vector<std::string>& args, atl::DistOptions& opts) {
-  bool any = false;
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string key = args[i], value;
-    if (key.rfind("--", 0) != 0) {
-      rest.push_back(key);
-      continue;
-    }
-    key = key.substr(2);
-    const auto eq = key.find('=');
-    const bool inline_value = eq != std::string::npos;
-    if (inline_value) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    }
-    if (std::find(std::begin(kDistFlags), std::end(kDistFlags), key) == std::end(kDistFlags)) {
-      rest.push_back(args[i]);
-      continue;
-    }
-    if (key == "dist-sync-ops") {  // a switch, no value
-      opts.sync_before_ops = !inline_value || value == "true" || value == "1";
-      any = true;
-      continue;
-    }
-    if (!inline_value) {
-      if (i + 1 >= args.size()) throw atl::ConfigError("flag --" + key + " needs a value");
-      value = args[++i];
-    }
-    any = true;
-    try {
-      if (key == "rank") opts.rank = std::stoll(value);
-      if (key == "world-size") opts.world_size = std::stoll(value);
-      if (key == "master-addr") opts.master_addr = value;
-      if (key == "master-port") opts.master_port = std::stoi(value);
-      if (key == "dist-timeout") opts.timeout_s = std::stod(value);
-    } catch (const std::logic_error&) {
-      throw atl::ConfigError("flag --" + key + "='" + value + "' is not a number");
-    }
-  }
-  args = rest;
-  return any;
-}
-
-int cmd_train(std::vector<std::string> args, bool print_only) {
-  atl::DistOptions dist = atl::dist_options_from_env();
-  const bool real = take_dist_flags(args, dist) || atl::dist_requested_by_env();
+int cmd_train(const std::vector<std::string>& args, bool print_only) {
   std::string config_path;
-  auto overrides = collect_overrides(args, config_path);
+  std::map<std::string, std::string> dist_flags;
+  auto overrides = collect_overrides(args, config_path, dist_flags);
+  atl::DistOptions dist = atl::dist_options_from_env();
+  apply_dist_flags(dist_flags, dist);
+  const bool real = !dist_flags.empty() || atl::dist_requested_by_env();
   if (real) {
     // One worker per rank: strategy.workers follows WORLD_SIZE unless given.
     const bool workers_given = std::any_of(overrides.begin(), overrides.end(), [](const std::string& o) {

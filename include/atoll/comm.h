@@ -55,6 +55,8 @@ class Ledger {
   double total_sent() const { return sent_; }
   double total_received() const { return received_; }
   int64_t ops() const { return static_cast<int64_t>(entries_.size()); }
+  // Sum of the network model's time over every op.
+  double total_network_seconds() const { return network_seconds_; }
   // Sent bytes per tag.
   const std::map<std::string, double>& sent_by_tag() const { return sent_by_tag_; }
   // Sent bytes recorded since the previous call (for per-step metrics).
@@ -64,7 +66,7 @@ class Ledger {
  private:
   std::vector<LedgerEntry> entries_;
   std::map<std::string, double> sent_by_tag_;
-  double sent_ = 0, received_ = 0;
+  double sent_ = 0, received_ = 0, network_seconds_ = 0;
   double sent_mark_ = 0, received_mark_ = 0;
 };
 

@@ -26,7 +26,6 @@ namespace atl {
 struct DistOptions {
   int64_t rank = -1;              // RANK
   int64_t world_size = -1;        // WORLD_SIZE
-  int64_t local_rank = 0;         // LOCAL_RANK (ranks on this host share its cores)
   int64_t local_world_size = -1;  // LOCAL_WORLD_SIZE (-1: assume all ranks on this host)
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR: rank 0's host, serves the TCPStore
   int master_port = 29500;                // MASTER_PORT
@@ -41,7 +40,7 @@ struct DistOptions {
 
 // True when the environment asks for a real run (WORLD_SIZE is set).
 bool dist_requested_by_env();
-// Fills DistOptions from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// Fills DistOptions from RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
 // MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME, ATOLL_DIST_TIMEOUT (seconds)
 // and ATOLL_DIST_SYNC_OPS; unset variables keep the defaults in `base`.
 DistOptions dist_options_from_env(DistOptions base = {});
@@ -59,17 +58,11 @@ class DistGroup {
   // Wall seconds this rank spent inside the communicator's ops (observer
   // collectives excluded).
   virtual double measured_comm_seconds() const = 0;
-  // Observer collectives (not in the ledger or the simulated clock): Sum
-  // all-reduce in place, all-gather of equal-size 1-D tensors, barrier and
-  // all-gather of strings.
-  virtual void raw_all_reduce_sum(at::Tensor& t) = 0;
+  // Observer collectives (not in the ledger or the simulated clock):
+  // all-gather of equal-size 1-D tensors, barrier and all-gather of strings.
   virtual std::vector<at::Tensor> raw_all_gather(const at::Tensor& t) = 0;
   virtual void raw_barrier() = 0;
   virtual std::vector<std::string> raw_all_gather_strings(const std::string& s) = 0;
-  // Key/value rendezvous store shared by all ranks (start-up checks).
-  virtual void store_set(const std::string& key, const std::string& value) = 0;
-  // Blocks up to the timeout; throws naming the key and who should set it.
-  virtual std::string store_get(const std::string& key, const std::string& who) = 0;
   // Leaves a message for the other ranks before this rank exits on an error,
   // so they report the cause instead of "connection closed".
   virtual void report_failure(const std::string& message) = 0;

@@ -48,7 +48,6 @@ bool dist_requested_by_env() { return env("WORLD_SIZE") != nullptr; }
 DistOptions dist_options_from_env(DistOptions o) {
   o.rank = env_int("RANK", o.rank);
   o.world_size = env_int("WORLD_SIZE", o.world_size);
-  o.local_rank = env_int("LOCAL_RANK", o.local_rank);
   o.local_world_size = env_int("LOCAL_WORLD_SIZE", o.local_world_size);
   if (const char* a = env("MASTER_ADDR")) o.master_addr = a;
   o.master_port = static_cast<int>(env_int("MASTER_PORT", o.master_port));

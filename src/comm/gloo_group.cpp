@@ -300,12 +300,6 @@ class GlooDistGroup final : public DistGroup {
   int64_t size() const override { return comm_->size(); }
   double measured_comm_seconds() const override { return comm_->measured_seconds(); }
 
-  void raw_all_reduce_sum(at::Tensor& t) override {
-    comm_->guarded("observer all_reduce", [&] {
-      std::vector<at::Tensor> v{t};
-      comm_->pg().allreduce(v)->wait();
-    });
-  }
   std::vector<at::Tensor> raw_all_gather(const at::Tensor& t) override {
     std::vector<at::Tensor> out;
     comm_->gather_equal(t.contiguous(), out);
@@ -331,21 +325,9 @@ class GlooDistGroup final : public DistGroup {
     return out;
   }
 
-  void store_set(const std::string& key, const std::string& value) override {
-    store_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
-  }
-  std::string store_get(const std::string& key, const std::string& who) override {
-    try {
-      return store_string(*store_, key);
-    } catch (const std::exception& e) {
-      throw std::runtime_error("rank " + std::to_string(rank()) + " waited " +
-                               std::to_string(int(opts_.timeout_s)) + " s for " + who +
-                               " and gave up (" + e.what() + ")");
-    }
-  }
   void report_failure(const std::string& message) override {
     try {
-      store_set(key_failed(rank()), message);
+      store_->set(key_failed(rank()), std::vector<uint8_t>(message.begin(), message.end()));
     } catch (...) {
       // The store is gone (rank 0 died): the others will find that out themselves.
       return;

@@ -7,6 +7,7 @@ void Ledger::record(const LedgerEntry& e) {
   entries_.push_back(e);
   sent_ += e.sent_bytes;
   received_ += e.received_bytes;
+  network_seconds_ += e.network_seconds;
   sent_by_tag_[e.tag] += e.sent_bytes;
 }
 

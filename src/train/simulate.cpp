@@ -69,7 +69,7 @@ struct WorkerSlot {
     r.sent = l.total_sent();
     r.received = l.total_received();
     r.ops = l.ops();
-    for (const auto& e : l.entries()) r.network_model_s += e.network_seconds;
+    r.network_model_s = l.total_network_seconds();
     r.comm_wall_s = comm_wall;
     r.compute_wall_s = compute_wall;
     r.sent_by_tag = l.sent_by_tag();
