@@ -304,6 +304,24 @@ TEST(GlooGroup, ARankWaitingForAnAbsentPeerFailsAfterTheTimeoutNamingTheOp) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
 }
 
+TEST(InProcessGroup, LargeFloatAllReduceLeavesEveryRanksOwnTensorHoldingTheResult) {
+  // Above the size where ranks share the work: every rank's tensor, including
+  // float views into a larger buffer, holds the mean when all_reduce returns.
+  const int64_t len = 300001;
+  auto group = make_group(4);
+  run_ranks(group, [len](Communicator& c) {
+    at::Tensor buffer = at::full({len + 7}, -1.0f);
+    at::Tensor t = buffer.narrow(0, 3, len);
+    t.fill_(float(4 * (c.rank() + 1)));  // 4, 8, 12, 16: mean 10, exact
+    c.all_reduce(t, ReduceOp::Mean, "big");
+    EXPECT_TRUE(at::equal(t, at::full({len}, 10.0f)));
+    EXPECT_EQ(buffer[0].item<float>(), -1.0f);
+    EXPECT_EQ(buffer[len + 6].item<float>(), -1.0f);
+    c.all_reduce(t, ReduceOp::Sum, "big");
+    EXPECT_TRUE(at::equal(t, at::full({len}, 40.0f)));
+  });
+}
+
 TEST(InProcessGroup, NonContiguousTensorsAreReducedAndWrittenBackInPlace) {
   auto group = make_group(3);
   run_ranks(group, [](Communicator& c) {
@@ -445,8 +463,13 @@ TEST(Ledger, SentBytesAccumulatePerTagAndMarksReturnTheDelta) {
 // ---------------------------------------------------------------------------
 // Reproducibility
 
-TEST(InProcessGroup, Float32AllReduceIsBitwiseIdenticalOver20RunsWithRandomArrivalOrder) {
-  const int64_t n = 6, len = 4097;
+// 4097 elements: the last rank to arrive reduces alone; 200,003: every rank
+// reduces a slice (uneven: 200,003 is not a multiple of 6) in place.
+class AllReduceLength : public ::testing::TestWithParam<int64_t> {};
+INSTANTIATE_TEST_SUITE_P(InProcessGroup, AllReduceLength, ::testing::Values(4097, 200003));
+
+TEST_P(AllReduceLength, Float32AllReduceIsBitwiseIdenticalOver20RunsWithRandomArrivalOrder) {
+  const int64_t n = 6, len = GetParam();
   std::vector<at::Tensor> inputs;
   for (int64_t r = 0; r < n; ++r) inputs.push_back(at::randn({len}, at::kFloat) * 1000);
   // Reference: the documented order, t0 + t1 + ... + t(n-1).

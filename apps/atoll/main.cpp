@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "atoll/bench.h"
 #include "atoll/config.h"
 #include "atoll/data.h"
 #include "atoll/dist.h"
@@ -269,6 +270,19 @@ int main(int argc, char** argv) {
                      "seconds between SIGTERM and SIGKILL when a rank fails or on Ctrl-C")
       ->capture_default_str();
 
+  atl::BenchOptions bench_opts;
+  std::string bench_only;
+  auto* bench = app.add_subcommand(
+      "bench", "performance figures, each with its ratio to a reference measured in the same run: atoll bench "
+               "[config.toml] [--quick] [--only=GROUPS] [--json=FILE] [--section.key=value ...]");
+  bench->allow_extras();
+  bench->add_flag("--quick", bench_opts.quick, "fewer sizes, steps and repetitions (about 3 minutes)");
+  bench->add_option("--only", bench_only, "comma-separated groups: gloo, compute, allreduce, codecs, strategies, "
+                                          "simulation (default: all, about 10 minutes)");
+  bench->add_option("--json", bench_opts.json_path, "also write the figures to this JSON file");
+  bench->add_option("--data-root", bench_opts.data_root, "prepared data sets (the simulation group needs brown)")
+      ->capture_default_str();
+
   std::vector<std::string> compare_dirs;
   auto* compare = app.add_subcommand("compare", "compare finished run folders in a Markdown table");
   compare->add_option("runs", compare_dirs, "run folders; ratios are against the first")->required();
@@ -280,6 +294,16 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (train->parsed()) return cmd_train(train->remaining(), false);
+    if (bench->parsed()) {
+      std::map<std::string, std::string> dist_flags;
+      bench_opts.overrides = collect_overrides(bench->remaining(), bench_opts.config_path, dist_flags);
+      if (!dist_flags.empty()) throw atl::ConfigError("atoll bench takes no --" + dist_flags.begin()->first);
+      std::stringstream groups(bench_only);
+      for (std::string g; std::getline(groups, g, ',');)
+        if (!g.empty()) bench_opts.groups.push_back(g);
+      atl::run_benchmarks(bench_opts, std::cout);
+      return 0;
+    }
     if (launch->parsed()) {
       // Every rank runs this same binary's `train` with the given arguments.
       launch_opts.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "train"};

@@ -2,14 +2,22 @@
 //
 // Collectives rendezvous per "generation" under one mutex: each rank deposits
 // its input and arrival time; the last to arrive checks that all ranks called
-// the same op with matching tensors, computes the result into a fresh buffer
-// (reducing in rank order 0..n-1, so the bytes never depend on which thread
-// came last), sets completion = latest arrival + network time, bumps the
-// generation and wakes everyone. Waiters copy the shared result into their
-// own tensors after waking. Inputs of parked ranks are read only by the last
-// rank while it holds the mutex, and a parked rank cannot return before the
-// generation changes (or the group aborts, which also needs the mutex), so
-// no tensor is read after its owner has moved on.
+// the same op with matching tensors, computes the result (reducing in rank
+// order 0..n-1, so the bytes never depend on which thread came last), sets
+// completion = latest arrival + network time, bumps the generation and wakes
+// everyone. Inputs of parked ranks are read only by the last rank while it
+// holds the mutex, and a parked rank cannot return before the generation
+// changes (or the group aborts, which also needs the mutex), so no tensor is
+// read after its owner has moved on.
+//
+// The all-reduce of contiguous float32 tensors (every strategy's hot path)
+// writes straight into the ranks' own tensors, with no result buffer: small
+// ones by the last rank under the mutex; large ones in parallel, each rank
+// reducing one slice of the elements across all ranks and writing that slice
+// of every rank's tensor, then waiting until all slices are done (a second
+// rendezvous) so no rank returns while its tensor is still being written.
+// Per element the arithmetic is the same as the general path's, so the
+// result is bitwise the same.
 //
 // Point-to-point ops never involve other ranks: each ordered pair (src, dst)
 // has a FIFO mailbox of copied tensors stamped with the sender's arrival.
@@ -22,6 +30,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <sstream>
 #include <utility>
@@ -54,12 +63,49 @@ struct Slot {
   const std::function<double(const std::vector<int64_t>&)>* seconds_for_sizes = nullptr;
 };
 
+// The all-reduce of contiguous float32 tensors: data[r] is rank r's tensor,
+// reduced in place. `slices` ranks each take one slice (1: already done).
+struct ReduceJob {
+  std::vector<float*> data;
+  int64_t numel = 0;
+  bool mean = false;
+  int64_t slices = 1;
+  int64_t slices_done = 0;  // guarded by the group's mutex
+};
+
+// Elements [begin, end) of every rank's tensor become their rank-order sum
+// (divided by the rank count for a mean). Works through small chunks that
+// stay in L1, so each tensor is read once and written once. The operations
+// match at::add_ then at::div_ in the general path element for element.
+void reduce_range(const ReduceJob& job, int64_t begin, int64_t end) {
+  constexpr int64_t kChunk = 2048;
+  float acc[kChunk];
+  const size_t ranks = job.data.size();
+  const float divisor = static_cast<float>(ranks);
+  for (int64_t lo = begin; lo < end; lo += kChunk) {
+    const int64_t len = std::min(kChunk, end - lo);
+    std::memcpy(acc, job.data[0] + lo, sizeof(float) * size_t(len));
+    for (size_t r = 1; r < ranks; ++r) {
+      const float* x = job.data[r] + lo;
+      for (int64_t i = 0; i < len; ++i) acc[i] += x[i];
+    }
+    if (job.mean)
+      for (int64_t i = 0; i < len; ++i) acc[i] /= divisor;
+    for (size_t r = 0; r < ranks; ++r) std::memcpy(job.data[r] + lo, acc, sizeof(float) * size_t(len));
+  }
+}
+
+// Below this many elements per rank one thread reduces everything: waking
+// the others to share the work would cost more than it saves.
+constexpr int64_t kParallelReduceMin = int64_t(1) << 16;
+
 // Outcome of one generation, shared by all its ranks.
 struct Result {
   std::string error;         // non-empty: every rank throws
   bool invalid_argument = false;
   double completion = 0;
-  at::Tensor value;                 // all_reduce / broadcast, flat
+  at::Tensor value;                 // all_reduce (general path) / broadcast, flat
+  std::shared_ptr<ReduceJob> job;   // all_reduce written in place; slices left for the ranks
   std::vector<at::Tensor> gathered;  // all_gather, flat, rank order
 };
 
@@ -159,6 +205,24 @@ class GroupState {
     return m;
   }
 
+  // Each rank reduces its slice of an in-place all-reduce, then waits until
+  // every slice is done: only then is its tensor final and no longer written
+  // by another thread. Cannot fail, so every rank always gets here.
+  void finish_job(int64_t rank, ReduceJob& job) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const Inside inside(*this);
+    lock.unlock();
+    const int64_t per = (job.numel + job.slices - 1) / job.slices;
+    const int64_t begin = std::min(job.numel, rank * per);
+    reduce_range(job, begin, std::min(job.numel, begin + per));
+    lock.lock();
+    if (++job.slices_done == job.slices) {
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return job.slices_done == job.slices; });
+    }
+  }
+
  private:
   // Counts threads inside an op; constructed and destroyed with mu_ held.
   struct Inside {
@@ -225,6 +289,19 @@ class GroupState {
     }
     switch (s0.kind) {
       case Kind::AllReduce: {
+        if (in_place_reducible()) {
+          auto job = std::make_shared<ReduceJob>();
+          for (const Slot& s : slots_) job->data.push_back(s.tensor->data_ptr<float>());
+          job->numel = s0.tensor->numel();
+          job->mean = s0.reduce == ReduceOp::Mean;
+          if (job->numel >= kParallelReduceMin && n_ > 1) {
+            job->slices = n_;
+            res.job = job;
+          } else {
+            reduce_range(*job, 0, job->numel);
+          }
+          break;
+        }
         // Fixed rank order: bitwise identical whichever thread combines.
         at::Tensor acc = s0.tensor->reshape({-1}).clone();
         for (int64_t r = 1; r < n_; ++r) acc.add_(slots_[static_cast<size_t>(r)].tensor->reshape({-1}));
@@ -269,6 +346,21 @@ class GroupState {
     res.completion = latest + network;
   }
 
+  // All ranks passed contiguous float32 tensors (sizes already checked equal)
+  // in memory no other rank's tensor overlaps.
+  bool in_place_reducible() const {
+    for (size_t r = 0; r < slots_.size(); ++r) {
+      const at::Tensor& t = *slots_[r].tensor;
+      if (t.scalar_type() != at::kFloat || !t.is_contiguous()) return false;
+      const float* lo = t.data_ptr<float>();
+      for (size_t q = 0; q < r; ++q) {
+        const float* other = slots_[q].tensor->data_ptr<float>();
+        if (lo < other + t.numel() && other < lo + t.numel()) return false;
+      }
+    }
+    return true;
+  }
+
   const int64_t n_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -298,7 +390,11 @@ class InProcessCommunicator final : public Communicator {
     s.arrival = arrival;
     s.network_seconds = network_seconds;
     auto res = state_->collective(rank(), s);
-    t.copy_(res->value.view(t.sizes()));
+    if (res->job) {
+      state_->finish_job(rank(), *res->job);
+    } else if (res->value.defined()) {
+      t.copy_(res->value.view(t.sizes()));
+    }  // else: already reduced in place by the last rank to arrive
     return res->completion;
   }
 

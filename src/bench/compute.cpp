@@ -1,0 +1,101 @@
+// compute: the machine's fp32 GEMM rate and the default GPT's training rate
+// in model FLOP/s, as one worker on every core and as one single-threaded
+// worker per core (the layout of an N-worker simulation).
+#include <ATen/ATen.h>
+#include <dlfcn.h>
+
+#include <thread>
+
+#include "atoll/comm.h"
+#include "atoll/model.h"
+#include "atoll/strategy.h"
+#include "bench/measure.h"
+#include "train/threads.h"
+
+namespace atl::bench {
+namespace {
+
+// GFLOP/s of an n x n x n fp32 matmul with `threads` BLAS threads.
+double gemm_gflops(int64_t n, int64_t threads, double budget) {
+  double seconds = 0;
+  std::thread([&] {
+    set_compute_threads(threads);
+    at::Tensor a = at::randn({n, n}), b = at::randn({n, n}), c = at::empty({n, n});
+    seconds = best_seconds([&] { at::mm_out(c, a, b); }, budget, 5);
+  }).join();
+  return 2.0 * double(n) * double(n) * double(n) / seconds / 1e9;
+}
+
+// Training steps (forward, backward, strategy "single": clip + AdamW) of the
+// configured model on random tokens, `workers` of them side by side, each on
+// its own thread with `threads` BLAS threads. Returns model FLOP/s of all.
+double training_flops(const Config& cfg, int64_t workers, int64_t threads, int steps) {
+  double flops_per_token = 0;
+  std::vector<double> seconds(static_cast<size_t>(workers), 0);
+  std::vector<std::thread> pool;
+  for (int64_t w = 0; w < workers; ++w) {
+    pool.emplace_back([&, w] {
+      set_compute_threads(threads);
+      Config one = cfg;
+      one.strategy.name = "single";
+      one.strategy.workers = 1;
+      auto model = make_model(cfg.model, kBenchVocab, 1);
+      flops_per_token = model->flops_per_token();
+      InProcessGroup group(1);
+      auto strategy = make_strategy(one, model->parameters(), group.rank(0));
+      const int64_t B = cfg.train.batch_size, T = model->tokens_per_example();
+      at::Tensor x = at::randint(kBenchVocab, {B, T}, at::kLong), y = at::randint(kBenchVocab, {B, T}, at::kLong);
+      for (int t = 0; t < 2; ++t) {  // warm-up: allocator and BLAS buffers
+        model->loss(x, y).backward();
+        strategy->step(t, cfg.optim.lr);
+      }
+      const auto t0 = Clock::now();
+      for (int t = 0; t < steps; ++t) {
+        model->loss(x, y).backward();
+        strategy->step(t, cfg.optim.lr);
+      }
+      seconds[static_cast<size_t>(w)] = since(t0);
+    });
+  }
+  for (auto& t : pool) t.join();
+  double tokens_per_s = 0;
+  const double tokens = double(steps) * double(cfg.train.batch_size) * double(cfg.model.block_size);
+  for (double s : seconds) tokens_per_s += tokens / s;
+  return tokens_per_s * flops_per_token;
+}
+
+std::string openblas_core() {
+  using CoreName = char* (*)();
+  const auto fn = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return fn ? std::string(fn()) : std::string("not OpenBLAS");
+}
+
+}  // namespace
+
+void run_compute(const Context& ctx, Sink& sink) {
+  if (ctx.cfg.model.kind != "gpt") throw std::invalid_argument("bench compute: needs model.kind = gpt");
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  sink.note("OpenBLAS kernels: " + openblas_core() +
+            (forced ? std::string(" (OPENBLAS_CORETYPE=") + forced + " in the environment)" : std::string()));
+  const int64_t cores = ctx.cores;
+  const std::string all = std::to_string(cores) + " thread" + (cores > 1 ? "s" : "");
+  const double gemm_all = gemm_gflops(1024, cores, ctx.budget);
+  const double gemm_one = gemm_gflops(1024, 1, ctx.budget);
+  sink.add(figure("compute", "fp32 GEMM 1024^3, " + all, gemm_all, "GFLOP/s"));
+  sink.add(figure("compute", "fp32 GEMM 1024^3, 1 thread", gemm_one, "GFLOP/s"));
+
+  const int steps = ctx.opts.quick ? 4 : 12;
+  const double one_worker = training_flops(ctx.cfg, 1, cores, steps) / 1e9;
+  BenchFigure f = figure("compute", "default GPT training, 1 worker x " + all, one_worker, "GFLOP/s (model)",
+                         "fp32 GEMM, " + all, gemm_all);
+  sink.add(with_target(f, ">=", 0.50));
+  if (cores > 1) {
+    const double per_core = training_flops(ctx.cfg, cores, 1, steps) / 1e9;
+    BenchFigure g = figure("compute", "default GPT training, " + std::to_string(cores) + " workers x 1 thread",
+                           per_core, "GFLOP/s (model)", "fp32 GEMM, " + all, gemm_all);
+    g.note = "the layout of an N-worker simulation";
+    sink.add(with_target(g, ">=", 0.50));
+  }
+}
+
+}  // namespace atl::bench

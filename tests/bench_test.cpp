@@ -1,0 +1,89 @@
+// `atoll bench` as a program: which groups run, what each line says, the JSON
+// file, rejected input. Speed itself is never asserted here (benchmarks print
+// figures; these machines are shared and noisy).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "atoll/bench.h"
+#include "test_util.h"
+
+namespace atl {
+namespace {
+
+// A tiny GPT so that the strategy group's ten runs take a few seconds.
+std::vector<std::string> tiny_model() {
+  return {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=16", "train.batch_size=2",
+          "diloco.inner_steps=20", "noloco.inner_steps=10", "palsgd.inner_steps=8", "palsgd.ddp_warmup_steps=4"};
+}
+
+TEST(Bench, EveryFigureOfTheChosenGroupsIsPrintedWithItsRatioAndWrittenToJson) {
+  testing::TempDir dir;
+  BenchOptions opts;
+  opts.quick = true;
+  opts.groups = {"codecs", "allreduce"};
+  opts.overrides = tiny_model();
+  opts.json_path = dir.path("bench.json");
+  std::ostringstream out;
+  const auto figures = run_benchmarks(opts, out);
+
+  // Quick allreduce: 2 and 4 ranks at one size; codecs: all 7 but the fp4 alias.
+  int allreduce = 0, codecs = 0;
+  for (const auto& f : figures) {
+    (f.group == "allreduce" ? allreduce : codecs) += 1;
+    EXPECT_GT(f.value, 0) << f.name;
+    EXPECT_GT(f.reference_value, 0) << f.name;
+    EXPECT_DOUBLE_EQ(f.ratio, f.value / f.reference_value) << f.name;
+    EXPECT_NE(out.str().find("[" + f.group + "] " + f.name + ": "), std::string::npos) << f.name;
+  }
+  EXPECT_EQ(allreduce, 2);
+  EXPECT_EQ(codecs, 7);
+  // The all-reduce figures carry the >= 0.30 target, met or not by the ratio.
+  for (const auto& f : figures) {
+    if (f.group != "allreduce") continue;
+    EXPECT_EQ(f.target, ">= 0.30");
+    EXPECT_EQ(f.target_met, f.ratio >= 0.30);
+  }
+  // gloo ran first in bench_groups() order, but was not chosen.
+  EXPECT_EQ(out.str().find("== gloo"), std::string::npos);
+  EXPECT_LT(out.str().find("== allreduce"), out.str().find("== codecs"));
+
+  std::ifstream file(opts.json_path);
+  const auto json = nlohmann::json::parse(file);
+  ASSERT_EQ(json.size(), figures.size());
+  EXPECT_EQ(json[0]["name"], figures[0].name);
+  EXPECT_DOUBLE_EQ(json[0]["ratio"].get<double>(), figures[0].ratio);
+}
+
+TEST(Bench, StrategyGroupReportsEveryMultiWorkerMethodAgainstLocalAdamW) {
+  BenchOptions opts;
+  opts.quick = false;  // quick would shorten diloco.inner_steps to 100
+  opts.groups = {"strategies"};
+  opts.overrides = tiny_model();
+  std::ostringstream out;
+  const auto figures = run_benchmarks(opts, out);
+  std::vector<std::string> names;
+  for (const auto& f : figures) {
+    names.push_back(f.name.substr(0, f.name.find(' ')));
+    EXPECT_EQ(f.reference, "local AdamW training step");
+    EXPECT_GT(f.reference_value, 0);
+    EXPECT_EQ(f.target.empty(), names.back() == "demo") << f.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco",
+                                             "palsgd", "demo", "streaming"}));
+}
+
+TEST(Bench, UnknownGroupIsRejectedNamingTheGroupsThatExist) {
+  BenchOptions opts;
+  opts.groups = {"gemm"};
+  std::ostringstream out;
+  const std::string msg = testing::invalid_argument_message([&] { run_benchmarks(opts, out); });
+  EXPECT_NE(msg.find("unknown benchmark group 'gemm'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("compute, allreduce, codecs, strategies, simulation"), std::string::npos) << msg;
+  EXPECT_TRUE(out.str().empty());
+}
+
+}  // namespace
+}  // namespace atl
