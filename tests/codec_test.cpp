@@ -237,6 +237,43 @@ TEST(CodecFp4, AnAllZeroBlockDecodesToZeros) {
   }
 }
 
+// Float32 payloads take a separate vectorised path; it must give bitwise what
+// the generic path gives for a float64 copy, rounded to float32. The payload
+// mixes scales, exact ties with every grid midpoint, signed zeros, NaN, whole
+// zero blocks and a short last block.
+TEST(CodecBlock, Float32PathEqualsTheFloat64PathRoundedToFloat32) {
+  std::vector<float> p;
+  const at::Tensor g = gaussian(5000, 7);
+  for (int64_t i = 0; i < g.numel(); ++i) p.push_back(g[i].item<float>() * std::pow(10.0f, float(i % 7) - 3));
+  for (float m : {1.0f, 0.375f, 96.0f}) {  // blocks whose max is m, holding every E3M0 / E2M1 midpoint
+    std::vector<float> block(128, 0.0f);
+    block[0] = m;
+    const std::vector<double> e3 = {1.0 / 128, 3.0 / 128, 3.0 / 64, 3.0 / 32, 3.0 / 16, 3.0 / 8, 3.0 / 4};
+    const std::vector<double> e2 = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5};
+    for (size_t c = 0; c < 7; ++c) {
+      block[1 + c] = float(e3[c] * m);
+      block[9 + c] = -float(e3[c] * m);
+      block[17 + c] = float(e2[c] * m / 6);
+      block[25 + c] = -float(e2[c] * m / 6);
+    }
+    block[40] = -0.0f;
+    block[41] = std::nanf("");
+    block[42] = float(m * 63.5 / 127);  // int8 tie at code 63.5
+    p.insert(p.end(), block.begin(), block.end());
+  }
+  p.insert(p.end(), 128, 0.0f);
+  p.insert(p.end(), {0.5f, -0.25f, 3.0f});
+  const at::Tensor x = vec(p);
+  for (const char* name : {"int8", "fp4-e3m0", "fp4-e2m1"}) {
+    for (int64_t block : {128, 32, 1}) {
+      auto codec = make_codec(name, block);
+      const at::Tensor f = codec->round_trip(x).decoded;
+      const at::Tensor d = codec->round_trip(x.to(at::kDouble)).decoded.to(at::kFloat);
+      EXPECT_TRUE(bitwise_equal(f, d)) << name << " block " << block;
+    }
+  }
+}
+
 TEST(CodecTopK, KeepsExactlyTheKLargestMagnitudesAsAtTopkDoes) {
   const at::Tensor x = gaussian(1000, 12);
   const Encoded e = make_codec("topk", 128, 0.03)->round_trip(x);
