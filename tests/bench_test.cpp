@@ -3,11 +3,14 @@
 // figures; these machines are shared and noisy).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "atoll/bench.h"
+#include "atoll/train.h"
+#include "train/threads.h"
 #include "test_util.h"
 
 namespace atl {
@@ -83,6 +86,33 @@ TEST(Bench, UnknownGroupIsRejectedNamingTheGroupsThatExist) {
   EXPECT_NE(msg.find("unknown benchmark group 'gemm'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("compute, allreduce, codecs, strategies, simulation"), std::string::npos) << msg;
   EXPECT_TRUE(out.str().empty());
+}
+
+}  // namespace
+}  // namespace atl
+
+namespace atl {
+namespace {
+
+TEST(BlasKernelWarning, NamesTheVariableWhenItPinsSlowerKernelsAndIsEmptyWithoutIt) {
+  const char* saved = std::getenv("OPENBLAS_CORETYPE");
+  const std::string restore = saved ? saved : "";
+  unsetenv("OPENBLAS_CORETYPE");
+  EXPECT_EQ(blas_kernel_warning(), "");
+  setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+  const std::string note = blas_kernel_warning();
+  // Only an AVX-512 CPU whose OpenBLAS runs non-AVX-512 kernels gets the note.
+  if (__builtin_cpu_supports("avx512f") && blas_kernels() == "Haswell") {
+    EXPECT_NE(note.find("OPENBLAS_CORETYPE=Haswell pins OpenBLAS to its Haswell kernels"), std::string::npos)
+        << note;
+  } else {
+    EXPECT_EQ(note, "") << "kernels " << blas_kernels();
+  }
+  if (saved) {
+    setenv("OPENBLAS_CORETYPE", restore.c_str(), 1);
+  } else {
+    unsetenv("OPENBLAS_CORETYPE");
+  }
 }
 
 }  // namespace

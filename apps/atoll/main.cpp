@@ -177,6 +177,8 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
     if (leader) print_done(s);
     return 0;
   }
+  if (const std::string note = atl::blas_kernel_warning(); !note.empty())
+    std::fprintf(stderr, "atoll: note: %s\n", note.c_str());
   std::printf("atoll train: %s, %lld worker(s), %lld steps, model %s -> %s/%s\n", cfg.strategy.name.c_str(),
               (long long)cfg.strategy.workers, (long long)cfg.train.steps, cfg.model.kind.c_str(),
               cfg.run.out_dir.c_str(), cfg.run.name.c_str());

@@ -2,7 +2,6 @@
 // in model FLOP/s, as one worker on every core and as one single-threaded
 // worker per core (the layout of an N-worker simulation).
 #include <ATen/ATen.h>
-#include <dlfcn.h>
 
 #include <thread>
 
@@ -64,18 +63,13 @@ double training_flops(const Config& cfg, int64_t workers, int64_t threads, int s
   return tokens_per_s * flops_per_token;
 }
 
-std::string openblas_core() {
-  using CoreName = char* (*)();
-  const auto fn = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  return fn ? std::string(fn()) : std::string("not OpenBLAS");
-}
-
 }  // namespace
 
 void run_compute(const Context& ctx, Sink& sink) {
   if (ctx.cfg.model.kind != "gpt") throw std::invalid_argument("bench compute: needs model.kind = gpt");
   const char* forced = std::getenv("OPENBLAS_CORETYPE");
-  sink.note("OpenBLAS kernels: " + openblas_core() +
+  const std::string kernels = blas_kernels();
+  sink.note("OpenBLAS kernels: " + (kernels.empty() ? std::string("not OpenBLAS") : kernels) +
             (forced ? std::string(" (OPENBLAS_CORETYPE=") + forced + " in the environment)" : std::string()));
   const int64_t cores = ctx.cores;
   const std::string all = std::to_string(cores) + " thread" + (cores > 1 ? "s" : "");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace atl {
 
@@ -15,6 +16,8 @@ int64_t threads_per_worker(int64_t total, int64_t workers);
 void set_compute_threads(int64_t threads);
 // Keeps freed memory in the process for reuse (call once, early).
 void tune_allocator();
+// OpenBLAS's kernel family ("Haswell", "Cooperlake"), or "" without OpenBLAS.
+std::string blas_kernels();
 // CPU time consumed by the calling thread, in seconds.
 double thread_cpu_seconds();
 
