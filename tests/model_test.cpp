@@ -1,6 +1,8 @@
 // Tests for the models: GPT shapes, initial loss, overfitting, parameter
 // counts, seeding, GPT-2 initialisation, causality, FLOPs; MLP and CNN.
 #include "atoll/model.h"
+#include "model/batched_matmul.h"
+#include "train/threads.h"
 
 #include <gtest/gtest.h>
 
@@ -68,6 +70,33 @@ double overfit(Model& m, const at::Tensor& x, const at::Tensor& y, double lr, in
 }
 
 // ---------------------------------------------------------------- GPT shapes
+
+// The attention product with its batch split across BLAS threads gives the
+// values and gradients of at::bmm: bitwise with one thread (it is at::bmm),
+// to rounding with two (each matrix then runs on one BLAS thread).
+TEST(BatchedMatmul, ValuesAndGradientsEqualBmmWithOneAndTwoBlasThreads) {
+  at::Generator gen = at::detail::createCPUGenerator(3);
+  const at::Tensor a0 = at::randn({16, 32, 8}, gen), b0 = at::randn({16, 8, 32}, gen), g = at::randn({16, 32, 32}, gen);
+  for (int threads : {1, 2}) {
+    atl::set_compute_threads(threads);
+    at::Tensor a = a0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+    at::Tensor ra = a0.clone().requires_grad_(true), rb = b0.clone().requires_grad_(true);
+    const at::Tensor got = atl::batched_matmul(a, b.transpose(1, 2).contiguous().transpose(1, 2));
+    const at::Tensor want = at::bmm(ra, rb);
+    got.backward(g);
+    want.backward(g);
+    if (threads == 1) {
+      EXPECT_TRUE(at::equal(got, want));
+      EXPECT_TRUE(at::equal(a.grad(), ra.grad()));
+      EXPECT_TRUE(at::equal(b.grad(), rb.grad()));
+    } else {
+      EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5)) << threads;
+      EXPECT_TRUE(at::allclose(a.grad(), ra.grad(), 1e-5, 1e-5)) << threads;
+      EXPECT_TRUE(at::allclose(b.grad(), rb.grad(), 1e-5, 1e-5)) << threads;
+    }
+  }
+  atl::set_compute_threads(atl::available_cores());
+}
 
 TEST(ModelGpt, LossIsZeroDimFloatForFullAndShorterSequences) {
   const ModelConfig c = gpt_config(2, 2, 32, 16);

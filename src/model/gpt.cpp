@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "atoll/model.h"
+#include "model/batched_matmul.h"
 #include "model/init.h"
 
 namespace atl {
@@ -48,10 +49,15 @@ class BlockImpl : public torch::nn::Module {
     auto qkv = c_attn->forward(ln1->forward(x)).split(C, /*dim=*/2);  // 3 x (B, T, C)
     auto heads = [&](const at::Tensor& t) { return t.view({B, T, n_head_, hs}).transpose(1, 2); };
     at::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // (B, nh, T, hs)
-    at::Tensor att = at::matmul(q, k.transpose(-2, -1)).mul_(1.0 / std::sqrt(double(hs)));
+    // (B * nh) small products, batch split across the worker's BLAS threads.
+    auto batched = [&](const at::Tensor& t) { return t.reshape({B * n_head_, t.size(2), t.size(3)}); };
+    at::Tensor att = batched_matmul(batched(q), batched(k.transpose(-2, -1)))
+                         .view({B, n_head_, T, T})
+                         .mul_(1.0 / std::sqrt(double(hs)));
     att = att.masked_fill_(mask, -std::numeric_limits<float>::infinity()).softmax(-1);
     if (dropout_ > 0) att = at::dropout(att, dropout_, is_training());
-    at::Tensor y = at::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
+    at::Tensor y =
+        batched_matmul(batched(att), batched(v)).view({B, n_head_, T, hs}).transpose(1, 2).contiguous().view({B, T, C});
     y = attn_proj->forward(y);
     if (dropout_ > 0) y = at::dropout(y, dropout_, is_training());
     at::Tensor h = x + y;
