@@ -22,15 +22,13 @@ namespace {
 std::string mb_label(int64_t bytes) { return std::to_string(bytes >> 20) + " MB"; }
 
 // Seconds per mean all-reduce of `numel` floats among `ranks` threads: the
-// ranks run rounds of `per_round` back-to-back ops; the fastest round counts.
+// ranks run rounds of back-to-back ops; the fastest round counts.
 double in_process_seconds(int64_t ranks, int64_t numel, double budget) {
   InProcessGroup group(ranks);
   std::vector<at::Tensor> data;
   for (int64_t r = 0; r < ranks; ++r) data.push_back(at::full({numel}, float(r + 1)));
   // Rounds of at least 16 MB, so small ops are timed over several calls.
   const int64_t per_round = std::max<int64_t>(1, (int64_t(16) << 20) / (numel * 4));
-  int64_t rounds = 0;
-  double best = 1e300;
   auto round = [&] {
     std::vector<std::thread> others;
     for (int64_t r = 1; r < ranks; ++r)
@@ -41,17 +39,7 @@ double in_process_seconds(int64_t ranks, int64_t numel, double budget) {
     for (int64_t k = 0; k < per_round; ++k) group.rank(0).all_reduce(data[0], ReduceOp::Mean, "bench");
     for (auto& t : others) t.join();
   };
-  round();  // warm-up
-  double total = 0;
-  while (rounds < 3 || total < budget) {
-    const auto t0 = Clock::now();
-    round();
-    const double t = since(t0);
-    best = std::min(best, t / double(per_round));
-    total += t;
-    ++rounds;
-  }
-  return best;
+  return best_seconds(round, budget) / double(per_round);
 }
 
 double memcpy_seconds(int64_t numel, double budget) {

@@ -32,9 +32,9 @@ double simulated_seconds(const Context& ctx, const std::string& strategy, int64_
     try {
       best = std::min(best, simulate(cfg).wall_seconds);
     } catch (const std::exception& e) {
-      throw std::runtime_error(std::string("bench simulation needs the prepared Brown corpus under ") +
-                               ctx.opts.data_root + " (scripts/setup prepares it; --data-root sets it): " +
-                               e.what());
+      throw std::runtime_error(std::string("bench simulation: ") + e.what() +
+                               " (the group trains on the prepared Brown corpus under " + ctx.opts.data_root +
+                               "; scripts/setup prepares it, --data-root points elsewhere)");
     }
   }
   return best;

@@ -64,12 +64,11 @@ struct Slot {
 };
 
 // The all-reduce of contiguous float32 tensors: data[r] is rank r's tensor,
-// reduced in place. `slices` ranks each take one slice (1: already done).
+// reduced in place. When shared out, rank r reduces slice r of data.size().
 struct ReduceJob {
   std::vector<float*> data;
   int64_t numel = 0;
   bool mean = false;
-  int64_t slices = 1;
   int64_t slices_done = 0;  // guarded by the group's mutex
 };
 
@@ -212,14 +211,15 @@ class GroupState {
     std::unique_lock<std::mutex> lock(mu_);
     const Inside inside(*this);
     lock.unlock();
-    const int64_t per = (job.numel + job.slices - 1) / job.slices;
+    const int64_t slices = static_cast<int64_t>(job.data.size());
+    const int64_t per = (job.numel + slices - 1) / slices;
     const int64_t begin = std::min(job.numel, rank * per);
     reduce_range(job, begin, std::min(job.numel, begin + per));
     lock.lock();
-    if (++job.slices_done == job.slices) {
+    if (++job.slices_done == slices) {
       cv_.notify_all();
     } else {
-      cv_.wait(lock, [&] { return job.slices_done == job.slices; });
+      cv_.wait(lock, [&] { return job.slices_done == slices; });
     }
   }
 
@@ -295,8 +295,7 @@ class GroupState {
           job->numel = s0.tensor->numel();
           job->mean = s0.reduce == ReduceOp::Mean;
           if (job->numel >= kParallelReduceMin && n_ > 1) {
-            job->slices = n_;
-            res.job = job;
+            res.job = job;  // every rank reduces its slice in finish_job
           } else {
             reduce_range(*job, 0, job->numel);
           }

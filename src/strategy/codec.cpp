@@ -126,6 +126,19 @@ ATOLL_VECTOR_CLONES void grid_block_float(const float* in, float* out, int64_t l
   }
 }
 
+// int8, one block with fp32 max m > 0, any dtype. Decoded values are computed
+// in double and rounded once to the output dtype; |v| may exceed m by the fp32
+// rounding of m (float64 inputs), which clamps to the top code.
+template <typename T>
+void int8_block(const T* in, T* out, int64_t len, double m) {
+  for (int64_t i = 0; i < len; ++i) {
+    const double v = double(in[i]);
+    // a * 127 is exact for float inputs and the division correctly rounded, so halves are exact.
+    const double q = std::min(127.0, std::nearbyint(std::abs(v) * 127.0 / m));  // default mode: half even
+    out[i] = q == 0 ? T(0) : static_cast<T>(std::copysign(q * m / 127.0, v));
+  }
+}
+
 // int8: q = round-half-even(|v| * 127 / m) capped at 127, decoded as
 // copysign(q * m / 127, v), +0 for q = 0. Four doubles at a time in a vector
 // type (the compiler will not vectorise the selects of the scalar form);
@@ -150,11 +163,7 @@ ATOLL_VECTOR_CLONES void int8_block_float(const float* in, float* out, int64_t l
     const f4 y = __builtin_convertvector(decoded, f4);
     std::memcpy(out + i, &y, sizeof y);
   }
-  for (; i < len; ++i) {
-    const double v = double(in[i]);
-    const double q = std::min(127.0, std::nearbyint(std::abs(v) * 127.0 / m));
-    out[i] = q == 0 ? 0.0f : static_cast<float>(std::copysign(q * m / 127.0, v));
-  }
+  int8_block(in + i, out + i, len - i, m);  // the last 0-3 values
 }
 
 class BlockCodec : public Codec {
@@ -215,19 +224,6 @@ class BlockCodec : public Codec {
       } else {
         int8_block_float(in + lo, out + lo, len, m);
       }
-    }
-  }
-
-  // One block with fp32 max m > 0. Decoded values are computed in double and
-  // rounded once to the output dtype; |v| may exceed m by the fp32 rounding of
-  // m (float64 inputs), which clamps to the top code.
-  template <typename T>
-  static void int8_block(const T* in, T* out, int64_t len, double m) {
-    for (int64_t i = 0; i < len; ++i) {
-      const double v = double(in[i]);
-      // a * 127 is exact for float inputs and the division correctly rounded, so halves are exact.
-      const double q = std::min(127.0, std::nearbyint(std::abs(v) * 127.0 / m));  // default mode: half even
-      out[i] = q == 0 ? T(0) : static_cast<T>(std::copysign(q * m / 127.0, v));
     }
   }
 
