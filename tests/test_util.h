@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,12 @@ std::string invalid_argument_message(Fn&& fn) {
     return e.what();
   }
   return "";
+}
+
+// A whole file as a string ("" if it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // A fresh temp folder per test, removed afterwards.

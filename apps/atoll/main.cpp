@@ -15,6 +15,7 @@
 #include "atoll/config.h"
 #include "atoll/data.h"
 #include "atoll/dist.h"
+#include "atoll/experiment.h"
 #include "atoll/launch.h"
 #include "atoll/net.h"
 #include "atoll/report.h"
@@ -186,6 +187,34 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
   return 0;
 }
 
+int cmd_sweep(const std::vector<std::string>& args, const std::vector<std::string>& grid, bool quick,
+              bool no_report, atl::SweepOptions opts) {
+  std::string preset;
+  std::map<std::string, std::string> dist_flags;
+  const auto overrides = collect_overrides(args, preset, dist_flags);
+  if (!dist_flags.empty()) throw atl::ConfigError("atoll sweep takes no --" + dist_flags.begin()->first);
+  if (preset.empty()) throw atl::ConfigError("atoll sweep needs a preset file (see configs/)");
+  const atl::SweepSpec spec = atl::load_sweep(preset, grid, overrides, quick);
+  opts.exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::printf("atoll sweep %s: %zu runs -> %s/\n", spec.name.c_str(), spec.runs.size(),
+              atl::sweep_dir(spec, opts.out_root).c_str());
+  std::fflush(stdout);
+  const atl::SweepOutcome out = atl::run_sweep(spec, opts);
+  std::printf("sweep: %lld ran, %lld already finished\n", (long long)out.ran, (long long)out.skipped);
+  if (!no_report && !out.run_dirs.empty()) {
+    atl::ReportOptions ro;
+    ro.title = spec.id.empty() ? spec.title : spec.id + ": " + spec.title;
+    if (ro.title.empty()) ro.title = spec.name;
+    ro.subtitle = spec.paper_claim;
+    ro.baseline = spec.baseline;
+    ro.target_loss = spec.target_loss;
+    const std::string html = (std::filesystem::path(out.dir) / "report.html").string();
+    atl::write_html_report(out.run_dirs, html, ro);
+    std::printf("report: %s\n", html.c_str());
+  }
+  return 0;
+}
+
 void print_done(const atl::RunSummary& s) {
   std::printf(
       "done: final val loss %.4f (ppl %.3f), train loss %.4f, %lld params, %.0f tok/s, %.3g model FLOP/s, "
@@ -289,8 +318,55 @@ int main(int argc, char** argv) {
   auto* compare = app.add_subcommand("compare", "compare finished run folders in a Markdown table");
   compare->add_option("runs", compare_dirs, "run folders; ratios are against the first")->required();
 
+  std::vector<std::string> grid;
+  atl::SweepOptions sweep_opts;
+  bool sweep_quick = false, sweep_no_report = false;
+  auto* sweep = app.add_subcommand(
+      "sweep",
+      "run a preset's [sweep] runs (x --grid) into runs/<sweep>/<run>/, resuming where it stopped, then write "
+      "report.html: atoll sweep <preset.toml> [--grid key=v1,v2] [--section.key=value ...]");
+  sweep->allow_extras();
+  sweep->add_option("--grid", grid, "key=v1,v2[@run,...]: one more grid axis (repeatable)");
+  sweep->add_option("--jobs,-j", sweep_opts.jobs, "runs at once, sharing the cores")->capture_default_str();
+  sweep->add_flag("--quick", sweep_quick, "the preset's quick overrides, into runs/<sweep>_quick/");
+  sweep->add_option("--out", sweep_opts.out_root, "folder holding the sweep folder (default: run.out_dir)");
+  sweep->add_flag("--overwrite", sweep_opts.overwrite, "re-run finished runs whose config changed");
+  sweep->add_flag("--no-report", sweep_no_report, "do not write report.html");
+
+  std::vector<std::string> report_dirs;
+  std::string report_out = "report.html";
+  atl::ReportOptions report_opts;
+  auto* report = app.add_subcommand("report", "one self-contained HTML page comparing finished run folders");
+  report->add_option("runs", report_dirs, "run folders")->required();
+  report->add_option("-o,--output", report_out, "HTML file to write")->capture_default_str();
+  report->add_option("--title", report_opts.title, "page title")->capture_default_str();
+  report->add_option("--baseline", report_opts.baseline, "run the table compares with (default: the DDP run)");
+  report->add_option("--target-loss", report_opts.target_loss,
+                     "time-to-target column (default: the worst final loss among the runs)");
+
+  std::vector<std::string> result_presets;
+  std::string results_out = "docs/RESULTS.md", results_root;
+  auto* results = app.add_subcommand(
+      "results", "write RESULTS.md from presets and their finished sweeps: atoll results configs/r*.toml");
+  results->add_option("presets", result_presets, "preset files, in the order of the page")->required();
+  results->add_option("-o,--output", results_out, "Markdown file to write")->capture_default_str();
+  results->add_option("--out", results_root, "folder holding the sweep folders (default: each run.out_dir)");
+
   try {
     app.parse(argc, argv);
+    if (sweep->parsed()) return cmd_sweep(sweep->remaining(), grid, sweep_quick, sweep_no_report, sweep_opts);
+    if (report->parsed()) {
+      atl::write_html_report(report_dirs, report_out, report_opts);
+      std::printf("report: %s (%zu runs)\n", report_out.c_str(), report_dirs.size());
+      return 0;
+    }
+    if (results->parsed()) {
+      std::vector<atl::SweepSpec> specs;
+      for (const auto& p : result_presets) specs.push_back(atl::load_sweep(p, {}, {}, false));
+      atl::write_file_atomic(results_out, atl::results_markdown(specs, results_root));
+      std::printf("results: %s (%zu presets)\n", results_out.c_str(), specs.size());
+      return 0;
+    }
     if (compare->parsed()) {
       std::cout << atl::compare_runs(compare_dirs);
       return 0;

@@ -89,6 +89,9 @@ struct DiLoCoConfig {
   double outer_lr = 0.7;          // lr_out: outer learning rate
   double outer_momentum = 0.9;    // mu: outer momentum
   bool nesterov = true;           // Nesterov (PyTorch SGD nesterov=True) vs heavy ball
+  std::string outer_optimizer = "sgd"; // sgd (momentum SGD; paper: Nesterov) | adam (paper's ablation, Table 5)
+  double outer_beta2 = 0.999;     // adam outer only: second-moment decay (beta1 = outer_momentum)
+  double outer_eps = 1e-8;        // adam outer only: epsilon
   int64_t ddp_warmup_steps = 0;   // DDP steps before local training (post-local SGD; PALSGD's baseline)
   std::string codec = "fp32";     // pseudo-gradient payload codec (see [codec])
 };
@@ -198,6 +201,10 @@ double sparta_peak_p(const SpartaConfig& c, int64_t steps, int64_t warmup);
 double sparta_p_at(const SpartaConfig& c, int64_t t, int64_t steps, int64_t warmup);
 
 // One field as seen by a visitor. Exactly one of the pointers is set.
+// The TOML section a preset uses to describe its runs (read by `atoll sweep`;
+// the run configuration ignores it).
+inline constexpr const char* kSweepSection = "sweep";
+
 struct FieldRef {
   std::string name;  // dotted, e.g. "train.steps"
   std::string help;

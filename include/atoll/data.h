@@ -185,13 +185,15 @@ inline double uniform01(uint64_t& state) {
 // every rank and platform (shards, SPARTA partitions, gossip pairings).
 std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed);
 
+// Writes to a temporary name in the same folder, then renames over `path`,
+// so readers never see a half-written file. Creates the parent folder.
+// Used for data files, reports and RESULTS.md.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
 namespace detail {
 // File helpers shared by the data sources (not a public API).
 // Reads a whole file; throws naming the path if it cannot be read.
 std::string read_file_bytes(const std::string& path);
-// Writes to a temporary name in the same folder, then renames over `path`,
-// so readers never see a half-written file. Creates the parent folder.
-void write_file_atomic(const std::string& path, const std::string& bytes);
 }  // namespace detail
 
 }  // namespace atl

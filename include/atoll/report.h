@@ -1,6 +1,9 @@
-// Report: run folders -> comparison tables. Never re-runs training.
+// Report: run folders -> comparison tables and the HTML report. Never
+// re-runs training.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,5 +15,51 @@ namespace atl {
 // simulated time and compute utilisation. Throws naming a folder that is
 // not a finished run.
 std::string compare_runs(const std::vector<std::string>& run_dirs);
+
+// One finished run folder, as the report and the claims read it.
+struct RunData {
+  std::string dir, name, strategy;
+  int64_t workers = 1, steps = 0, params = 0;
+  double final_val_loss = 0, bytes_sent_per_worker = 0, sim_seconds = 0, utilisation = 1;
+  double final_correlation = 1;  // 1 for one worker or when never logged
+  bool has_correlation = false;
+  double wall_seconds = 0;
+  // Evaluations, in order: step, validation loss, bytes sent per worker and
+  // simulated seconds at that evaluation.
+  std::vector<double> eval_step, eval_loss, eval_bytes, eval_time;
+  std::vector<double> corr_step, corr;  // mean pairwise parameter correlation
+  std::map<std::string, std::string> config;  // "section.key" -> TOML value, run.* bookkeeping left out
+};
+
+// Reads summary.json, metrics.jsonl and config.toml. Throws
+// std::runtime_error naming the folder when it is not a finished run or a
+// file is malformed.
+RunData load_run(const std::string& dir);
+
+// Simulated seconds at the first evaluation after step 0 with loss <= target;
+// < 0 if none.
+double time_to_loss(const RunData& run, double target);
+
+// The resolved config of a config.toml as "section.key" -> TOML value,
+// without the run.* keys that only say where and how a run was written
+// (name, out_dir, overwrite, progress, threads).
+std::map<std::string, std::string> flat_config(const std::string& toml_text, const std::string& source);
+
+struct ReportOptions {
+  std::string title = "atoll report";
+  std::string subtitle;       // one line under the title ("" = none)
+  std::string baseline;       // run name the table compares against; "" = the DDP run, else the first
+  double target_loss = 0;     // time-to-target column; 0 = the worst final loss among runs
+};
+
+// One self-contained HTML page (Chart.js inlined, no network needed): eval
+// loss against steps, bytes sent (log axis) and simulated time; correlation
+// against steps; a summary table; the config keys that differ between runs.
+std::string html_report(const std::vector<RunData>& runs, const ReportOptions& options);
+
+// Loads the folders and writes html_report to out_path atomically (a
+// temporary file renamed into place). Throws naming a bad folder.
+void write_html_report(const std::vector<std::string>& run_dirs, const std::string& out_path,
+                       const ReportOptions& options);
 
 }  // namespace atl

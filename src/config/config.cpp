@@ -158,6 +158,10 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("diloco.outer_lr", c.diloco.outer_lr, "lr_out: outer learning rate (paper: 0.7)"),
       field("diloco.outer_momentum", c.diloco.outer_momentum, "mu: outer momentum (paper: 0.9)"),
       field("diloco.nesterov", c.diloco.nesterov, "Nesterov outer momentum (false = heavy ball)"),
+      field("diloco.outer_optimizer", c.diloco.outer_optimizer,
+            "sgd (momentum SGD, the paper's Nesterov) | adam (the paper's ablation: outer_lr, beta1 = outer_momentum)"),
+      field("diloco.outer_beta2", c.diloco.outer_beta2, "adam outer optimizer only: second-moment decay"),
+      field("diloco.outer_eps", c.diloco.outer_eps, "adam outer optimizer only: epsilon"),
       field("diloco.ddp_warmup_steps", c.diloco.ddp_warmup_steps,
             "DDP steps before local training starts (post-local SGD)"),
       field("diloco.codec", c.diloco.codec, "pseudo-gradient codec: " CODEC_CHOICES),
@@ -317,6 +321,9 @@ void apply_toml(Config& cfg, const std::string& text, const std::string& source,
   });
   for (auto&& [section_key, section_node] : table) {
     std::string section(section_key.str());
+    // [sweep] describes the runs of a preset (read by `atoll sweep`, see
+    // experiment.h); the run configuration itself ignores it.
+    if (section == kSweepSection) continue;
     const toml::table* sub = section_node.as_table();
     if (!sub) {
       errors.push_back(source + ": top-level key '" + section +
@@ -494,6 +501,10 @@ std::vector<std::string> validate(const Config& c) {
   }
   need(c.diloco.inner_steps >= 1, "diloco.inner_steps (H) must be >= 1");
   need(c.diloco.outer_lr > 0, "diloco.outer_lr must be > 0");
+  need(one_of(c.diloco.outer_optimizer, {"sgd", "adam"}),
+       "diloco.outer_optimizer must be one of sgd, adam (got '" + c.diloco.outer_optimizer + "')");
+  need(c.diloco.outer_beta2 >= 0 && c.diloco.outer_beta2 < 1, "diloco.outer_beta2 must be in [0, 1)");
+  need(c.diloco.outer_eps > 0, "diloco.outer_eps must be > 0");
   need(c.diloco.outer_momentum >= 0 && c.diloco.outer_momentum < 1,
        "diloco.outer_momentum must be in [0, 1)");
   enum_check("network.algorithm", c.network.algorithm, {"ring", "tree", "ps", "parameter-server"});

@@ -25,6 +25,11 @@ std::string read_file_bytes(const std::string& path) {
   return ss.str();
 }
 
+}  // namespace atl::detail
+
+namespace atl {
+namespace fs = std::filesystem;
+
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   const fs::path target(path);
   if (target.has_parent_path()) {
@@ -58,4 +63,4 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   }
 }
 
-}  // namespace atl::detail
+}  // namespace atl

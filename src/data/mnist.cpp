@@ -29,7 +29,7 @@ void write_split(const std::string& path, const std::vector<Digit>& digits) {
   put_u32(bytes, static_cast<uint32_t>(digits.size()));
   for (const auto& d : digits) bytes.push_back(static_cast<char>(d.label));
   for (const auto& d : digits) bytes.append(d.pixels.begin(), d.pixels.end());
-  detail::write_file_atomic(path, bytes);
+  write_file_atomic(path, bytes);
 }
 
 MnistSplit read_split(const std::string& path) {

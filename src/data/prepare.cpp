@@ -280,12 +280,12 @@ PrepareReport prepare_documents(const std::vector<std::string>& docs, const std:
     }
     meta["char_vocab"] = cps;
     meta["char_vocab_from"] = "train+val";
-    detail::write_file_atomic((dir / "vocab.txt").string(), vocab_txt);
+    write_file_atomic((dir / "vocab.txt").string(), vocab_txt);
   }
   write_token_file((dir / "train.bin").string(), splits[0].tokens);
   write_token_file((dir / "val.bin").string(), splits[1].tokens);
   // meta.json last: its presence marks a complete folder.
-  detail::write_file_atomic((dir / "meta.json").string(), meta.dump(1) + "\n");
+  write_file_atomic((dir / "meta.json").string(), meta.dump(1) + "\n");
   return report;
 }
 

@@ -57,7 +57,7 @@ void write_token_file(const std::string& path, const std::vector<uint16_t>& toke
     bytes[2 * i] = static_cast<char>(tokens[i] & 0xFF);
     bytes[2 * i + 1] = static_cast<char>(tokens[i] >> 8);
   }
-  detail::write_file_atomic(path, bytes);
+  write_file_atomic(path, bytes);
 }
 
 TokenData load_token_data(const std::string& dir, int64_t vocab_size_hint) {

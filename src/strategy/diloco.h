@@ -43,7 +43,9 @@ class OuterSync {
   DiLoCoConfig cfg_;
   PayloadCodec codec_;
   at::Tensor global_;    // (P) theta_g
-  at::Tensor momentum_;  // (P) outer buf
+  at::Tensor momentum_;  // (P) outer buf (sgd) or Adam's first moment
+  at::Tensor second_moment_;  // (P) Adam's second moment (adam only)
+  int64_t outer_steps_ = 0;   // Adam's bias-correction step count
   std::vector<at::Tensor> global_views_;
 };
 

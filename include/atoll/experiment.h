@@ -1,0 +1,113 @@
+// Experiments: a preset's [sweep] section (named runs x a grid), running it
+// into runs/<sweep>/<run>/ resumably, the claims a preset checks, and
+// docs/RESULTS.md generated from finished run folders.
+//
+// A preset is an ordinary config file (what `atoll train` runs) plus:
+//
+//   [sweep]
+//   name = "r1_diloco"               # folder under run.out_dir; default: file stem
+//   id = "R1"                        # reproduction target (ALGORITHMS.md section 9)
+//   paper_claim = "DiLoCo N = 8 ..."  # the claim as the paper states it
+//   scaled = "GPT 2x64, 600 steps"    # how it was scaled down
+//   runs = ["ddp: strategy.name=ddp", "diloco: strategy.name=diloco"]
+//   grid = ["diloco.inner_steps=20,50"]  # applied to runs whose name is listed
+//                                       # after '@' ("key=v1,v2@diloco"), else all
+//   quick = ["train.steps=40"]        # under --quick, applied before each run's own
+//   baseline = "ddp"                  # the report's reference run
+//   target_loss = 2.2                 # time-to-target column and claims
+//   [[sweep.claim]]
+//   text = "DiLoCo H = 20 within 2% of DDP"
+//   check = "loss(diloco_h20) <= 1.02 * loss(ddp)"
+//   discussion = "..."               # what the measured numbers mean (RESULTS.md)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace atl {
+
+struct SweepRun {
+  std::string name;                    // folder name under the sweep folder
+  std::vector<std::string> overrides;  // section.key=value, applied after the preset
+};
+
+struct SweepClaim {
+  std::string text;   // the claim in words
+  std::string check;  // an expression over run metrics (see evaluate_claim)
+};
+
+struct SweepSpec {
+  std::string preset;      // path of the preset file
+  std::string name;        // sweep folder name
+  std::string id;          // "R1".. or "" for presets that reproduce nothing
+  std::string title;       // one line
+  std::string paper_claim;
+  std::string scaled;      // how the preset was scaled down
+  std::vector<SweepRun> runs;
+  std::string baseline;    // reference run for "vs baseline"; "" = first run
+  double target_loss = 0;  // 0 = none
+  std::vector<SweepClaim> claims;
+  std::string discussion;  // verbatim into RESULTS.md under the verdict
+  std::string command;     // how the sweep was asked for (RESULTS.md), set by load_sweep
+};
+
+// Reads the preset's [sweep] section, expands runs x grid (plus the extra
+// grid entries "key=v1,v2[@run,...]" from the command line) and, when quick,
+// appends the preset's quick overrides and "_quick" to the sweep name.
+// `extra` overrides apply to every run. Every run's config is validated
+// before this returns, so a bad key stops the sweep before any training.
+// Throws std::invalid_argument naming the problem.
+SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& extra_grid,
+                     const std::vector<std::string>& extra, bool quick);
+
+struct SweepOptions {
+  std::string exe;         // the atoll binary that trains each run
+  std::string out_root;    // "" = the preset's run.out_dir; runs go to <out_root>/<name>/<run>/
+  int64_t jobs = 1;        // runs at once (each gets cores / jobs threads)
+  bool overwrite = false;  // re-run finished runs whose config changed
+  bool quiet = false;      // no per-run output (tests)
+};
+
+struct SweepOutcome {
+  std::string dir;                 // the sweep folder
+  std::vector<std::string> run_dirs;
+  int64_t ran = 0, skipped = 0;
+};
+
+// Runs every run that is not already finished with the same config (so an
+// interrupted sweep resumes where it stopped). An unfinished folder from an
+// interrupted run is replaced; a finished one with a different config is
+// refused unless options.overwrite. Throws on the first failed run, naming it
+// and its log.
+SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options);
+
+// Final metrics of a finished run, by the names claims use.
+struct RunMetrics {
+  double loss = 0, ppl = 0, bytes = 0, time = 0, corr = 1, util = 1, ttt = -1;
+};
+// metrics for every run of the sweep found under dir (missing runs absent).
+std::map<std::string, RunMetrics> sweep_metrics(const SweepSpec& spec, const std::string& dir);
+
+// Evaluates a claim check: comparisons (<, <=, >, >=) of arithmetic (+ - * /,
+// parentheses, numbers like 1e-3) over loss(run), ppl(run), bytes(run),
+// time(run), corr(run), util(run), ttt(run) (simulated seconds to target_loss;
+// +inf if never reached), abs(x), min(x, y), max(x, y) and
+// copy_seconds(params, bytes_per_element, bits_per_second). Sets `detail` to
+// the check with every call replaced by its value. Throws
+// std::invalid_argument on a syntax error or an unknown run.
+bool evaluate_claim(const std::string& check, const std::map<std::string, RunMetrics>& runs,
+                    std::string& detail);
+
+// The sweep folder of a spec: <out_root>/<name>, out_root "" = the preset's
+// run.out_dir.
+std::string sweep_dir(const SweepSpec& spec, const std::string& out_root);
+
+// docs/RESULTS.md: for every preset (in order) its claim, command, a table
+// of its runs and a verdict from its claims (reproduced: all hold; partly:
+// some; not reproduced: none; not run: a run is missing), then its
+// discussion.
+std::string results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root);
+
+}  // namespace atl

@@ -1,0 +1,395 @@
+// A preset's [sweep]: reading it, expanding runs x grid, and running each
+// run as a child `atoll train` into <out_root>/<sweep>/<run>/ (a child
+// process per run keeps each run's threads, allocator and failures its own).
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cmath>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <toml++/toml.h>
+
+#include "atoll/config.h"
+#include "atoll/experiment.h"
+#include "atoll/report.h"
+
+namespace atl {
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void bad(const std::string& preset, const std::string& what) {
+  throw std::invalid_argument(preset + ": [sweep] " + what);
+}
+
+std::vector<std::string> string_list(const toml::table& sweep, const char* key, const std::string& preset) {
+  std::vector<std::string> out;
+  const toml::node* node = sweep.get(key);
+  if (!node) return out;
+  const toml::array* arr = node->as_array();
+  if (!arr) bad(preset, std::string(key) + " must be an array of strings");
+  for (const auto& item : *arr) {
+    if (!item.is_string()) bad(preset, std::string(key) + " must be an array of strings");
+    out.push_back(item.as_string()->get());
+  }
+  return out;
+}
+
+std::string string_value(const toml::table& t, const char* key, const std::string& preset) {
+  const toml::node* node = t.get(key);
+  if (!node) return "";
+  if (!node->is_string()) bad(preset, std::string(key) + " must be a string");
+  return node->as_string()->get();
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+bool valid_run_name(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; });
+}
+
+// "name: key=v key=v" -> a run.
+SweepRun parse_run(const std::string& text, const std::string& preset) {
+  const auto colon = text.find(':');
+  SweepRun run;
+  run.name = text.substr(0, colon);
+  run.name.erase(std::remove_if(run.name.begin(), run.name.end(), ::isspace), run.name.end());
+  if (colon == std::string::npos || !valid_run_name(run.name))
+    bad(preset, "runs entry '" + text + "' must look like \"name: section.key=value ...\" (name: letters, digits, _ - .)");
+  run.overrides = split_words(text.substr(colon + 1));
+  for (const auto& o : run.overrides)
+    if (o.find('=') == std::string::npos)
+      bad(preset, "runs entry '" + run.name + "': override '" + o + "' must be section.key=value");
+  return run;
+}
+
+struct GridAxis {
+  std::string key;
+  std::vector<std::string> values;
+  std::set<std::string> only;  // run names it applies to; empty = all
+};
+
+GridAxis parse_axis(const std::string& text, const std::string& where) {
+  GridAxis axis;
+  std::string body = text;
+  const auto at = text.find('@');
+  if (at != std::string::npos) {
+    body = text.substr(0, at);
+    for (const auto& r : split(text.substr(at + 1), ',')) axis.only.insert(r);
+  }
+  const auto eq = body.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == body.size())
+    throw std::invalid_argument(where + ": grid '" + text + "' must look like section.key=v1,v2[@run,...]");
+  axis.key = body.substr(0, eq);
+  axis.values = split(body.substr(eq + 1), ',');
+  for (const auto& v : axis.values)
+    if (v.empty()) throw std::invalid_argument(where + ": grid '" + text + "' has an empty value");
+  return axis;
+}
+
+// "diloco.inner_steps" + "20" -> "inner_steps20" (a folder-safe suffix).
+std::string axis_suffix(const std::string& key, const std::string& value) {
+  std::string s = key.substr(key.rfind('.') + 1);
+  for (char c : value) s += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '-';
+  return s;
+}
+
+std::string quote_arg(const std::string& a) {
+  if (a.find_first_of(" \t'\"") == std::string::npos) return a;
+  return "'" + a + "'";
+}
+
+std::map<std::string, std::string> expected_config(const SweepSpec& spec, const SweepRun& run, const std::string& dir,
+                                                   std::vector<std::string>& args) {
+  args = run.overrides;
+  args.push_back("run.out_dir=" + dir);
+  args.push_back("run.name=" + run.name);
+  Config cfg = load_config(spec.preset, args);
+  return flat_config(to_toml(cfg), "<" + run.name + ">");
+}
+
+// A folder an interrupted `atoll train` left: only replace what looks like one.
+bool looks_like_run_folder(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string n = entry.path().filename().string();
+    if (n != "config.toml" && n != "metrics.jsonl" && n != "metrics.csv" && n != "summary.json") return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& extra_grid,
+                     const std::vector<std::string>& extra, bool quick) {
+  std::ifstream in(preset, std::ios::binary);
+  if (!in) throw std::invalid_argument("cannot read preset '" + preset + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  toml::table table;
+  try {
+    table = toml::parse(text.str(), preset);
+  } catch (const toml::parse_error& e) {
+    throw std::invalid_argument(preset + ":" + std::to_string(e.source().begin.line) + ": TOML syntax error: " +
+                                std::string(e.description()));
+  }
+  const toml::table* sweep = table[kSweepSection].as_table();
+  if (!sweep)
+    throw std::invalid_argument(preset + " has no [sweep] section, so there is nothing to sweep (`atoll train " +
+                                preset + "` runs it once; add --grid to sweep it)");
+  static const std::set<std::string> known = {"name",  "id",       "title",    "paper_claim", "scaled",
+                                              "runs",  "grid",     "quick",    "baseline",    "target_loss",
+                                              "claim", "discussion"};
+  for (auto&& [k, v] : *sweep) {
+    if (!known.count(std::string(k.str()))) {
+      std::string all;
+      for (const auto& n : known) all += (all.empty() ? "" : ", ") + n;
+      bad(preset, "unknown key '" + std::string(k.str()) + "'; keys are " + all);
+    }
+  }
+  SweepSpec spec;
+  spec.preset = preset;
+  spec.name = string_value(*sweep, "name", preset);
+  if (spec.name.empty()) spec.name = fs::path(preset).stem().string();
+  if (!valid_run_name(spec.name)) bad(preset, "name '" + spec.name + "' must be letters, digits, _ - .");
+  spec.id = string_value(*sweep, "id", preset);
+  spec.title = string_value(*sweep, "title", preset);
+  spec.paper_claim = string_value(*sweep, "paper_claim", preset);
+  spec.scaled = string_value(*sweep, "scaled", preset);
+  spec.discussion = string_value(*sweep, "discussion", preset);
+  spec.baseline = string_value(*sweep, "baseline", preset);
+  if (const toml::node* t = sweep->get("target_loss")) {
+    if (!t->is_number() || t->value<double>().value_or(0) < 0) bad(preset, "target_loss must be a number >= 0");
+    spec.target_loss = t->value<double>().value_or(0);
+  }
+  if (const toml::node* c = sweep->get("claim")) {
+    const toml::array* arr = c->as_array();
+    if (!arr) bad(preset, "claims are [[sweep.claim]] tables with text and check");
+    for (const auto& item : *arr) {
+      const toml::table* t = item.as_table();
+      if (!t) bad(preset, "claims are [[sweep.claim]] tables with text and check");
+      SweepClaim claim{string_value(*t, "text", preset), string_value(*t, "check", preset)};
+      if (claim.check.empty()) bad(preset, "a [[sweep.claim]] has no check");
+      spec.claims.push_back(claim);
+    }
+  }
+
+  std::vector<SweepRun> base;
+  const bool runs_given = sweep->get("runs") != nullptr;
+  for (const auto& r : string_list(*sweep, "runs", preset)) base.push_back(parse_run(r, preset));
+  if (!runs_given) base.push_back({"run", {}});
+  std::vector<GridAxis> axes;
+  for (const auto& g : string_list(*sweep, "grid", preset)) axes.push_back(parse_axis(g, preset));
+  for (const auto& g : extra_grid) axes.push_back(parse_axis(g, "--grid"));
+  for (const auto& axis : axes)
+    for (const auto& only : axis.only)
+      if (std::none_of(base.begin(), base.end(), [&](const SweepRun& r) { return r.name == only; }))
+        bad(preset, "grid " + axis.key + " names run '" + only + "', which is not in runs");
+
+  for (const auto& b : base) {
+    std::vector<SweepRun> expanded{b};
+    for (const auto& axis : axes) {
+      if (!axis.only.empty() && !axis.only.count(b.name)) continue;
+      std::vector<SweepRun> next;
+      for (const auto& r : expanded)
+        for (const auto& v : axis.values) {
+          SweepRun x = r;
+          x.name += "_" + axis_suffix(axis.key, v);
+          x.overrides.push_back(axis.key + "=" + v);
+          next.push_back(std::move(x));
+        }
+      expanded = std::move(next);
+    }
+    for (auto& r : expanded) spec.runs.push_back(std::move(r));
+  }
+  // Quick overrides shorten the preset itself, so a run's own keys and its
+  // grid values still win; command-line overrides win over everything.
+  const auto quick_overrides = string_list(*sweep, "quick", preset);
+  for (auto& r : spec.runs) {
+    if (quick) r.overrides.insert(r.overrides.begin(), quick_overrides.begin(), quick_overrides.end());
+    for (const auto& e : extra) r.overrides.push_back(e);
+  }
+  if (quick) spec.name += "_quick";
+
+  std::set<std::string> names;
+  for (const auto& r : spec.runs) {
+    if (!names.insert(r.name).second) bad(preset, "two runs are named '" + r.name + "'");
+    try {
+      load_config(preset, r.overrides);
+    } catch (const ConfigError& e) {
+      throw std::invalid_argument(preset + ": run '" + r.name + "': " + e.what());
+    }
+  }
+  if (!spec.baseline.empty() && !names.count(spec.baseline))
+    bad(preset, "baseline '" + spec.baseline + "' is not one of the runs");
+
+  spec.command = "build/atoll sweep " + preset;
+  for (const auto& g : extra_grid) spec.command += " --grid " + quote_arg(g);
+  for (const auto& e : extra) spec.command += " --" + quote_arg(e);
+  if (quick) spec.command += " --quick";
+  return spec;
+}
+
+std::string sweep_dir(const SweepSpec& spec, const std::string& out_root) {
+  std::string root = out_root;
+  if (root.empty()) root = load_config(spec.preset, spec.runs.empty() ? std::vector<std::string>{}
+                                                                       : spec.runs.front().overrides)
+                               .run.out_dir;
+  return (fs::path(root) / spec.name).string();
+}
+
+SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
+  if (options.jobs < 1) throw std::invalid_argument("--jobs must be >= 1 (got " + std::to_string(options.jobs) + ")");
+  SweepOutcome outcome;
+  outcome.dir = sweep_dir(spec, options.out_root);
+  fs::create_directories(outcome.dir);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t threads = std::max<int64_t>(1, static_cast<int64_t>(cores) / options.jobs);
+
+  struct Pending {
+    const SweepRun* run;
+    std::vector<std::string> args;
+  };
+  std::vector<Pending> todo;
+  for (const auto& run : spec.runs) {
+    const fs::path dir = fs::path(outcome.dir) / run.name;
+    outcome.run_dirs.push_back(dir.string());
+    std::vector<std::string> args;
+    const auto expected = expected_config(spec, run, outcome.dir, args);
+    if (fs::exists(dir / "summary.json")) {
+      const auto done = load_run(dir.string()).config;
+      if (done == expected) {
+        ++outcome.skipped;
+        if (!options.quiet) std::cout << "sweep: " << run.name << " already finished, kept\n";
+        continue;
+      }
+      std::string key;
+      for (const auto& [k, v] : expected)
+        if (!done.count(k) || done.at(k) != v) {
+          key = k;
+          break;
+        }
+      if (!options.overwrite)
+        throw std::runtime_error("sweep: '" + dir.string() + "' is a finished run with a different config (" +
+                                 (key.empty() ? std::string("keys differ") : key) +
+                                 "); delete it, change the sweep name, or pass --overwrite to re-run it");
+      args.push_back("run.overwrite=true");
+    } else if (fs::exists(dir)) {
+      if (!looks_like_run_folder(dir))
+        throw std::runtime_error("sweep: '" + dir.string() +
+                                 "' exists but is not a run folder this sweep wrote; move it away");
+      fs::remove_all(dir);  // an interrupted run: start it again
+    }
+    todo.push_back({&run, args});
+  }
+
+  std::map<pid_t, std::string> running;  // pid -> run name
+  auto wait_one = [&]() {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) throw std::runtime_error("sweep: waitpid failed");
+    const std::string name = running.at(pid);
+    running.erase(pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      for (const auto& [p, n] : running) ::kill(p, SIGTERM);
+      while (!running.empty()) {
+        ::waitpid(-1, nullptr, 0);
+        running.erase(running.begin());
+      }
+      const std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                                  : "exit code " + std::to_string(WEXITSTATUS(status));
+      throw std::runtime_error("sweep: run '" + name + "' failed (" + how + "; log: " +
+                               (fs::path(outcome.dir) / (name + ".log")).string() + ")");
+    }
+    ++outcome.ran;
+    if (!options.quiet) std::cout << "sweep: " << name << " finished\n" << std::flush;
+  };
+  size_t index = 0;
+  for (const auto& p : todo) {
+    ++index;
+    while (static_cast<int64_t>(running.size()) >= options.jobs) wait_one();
+    std::vector<std::string> argv_s = {options.exe, "train", spec.preset};
+    for (const auto& a : p.args) argv_s.push_back("--" + a);
+    const bool to_log = options.jobs > 1 || options.quiet;
+    if (options.jobs > 1) argv_s.push_back("--run.threads=" + std::to_string(threads));
+    const std::string log = (fs::path(outcome.dir) / (p.run->name + ".log")).string();
+    if (!options.quiet)
+      std::cout << "sweep: [" << index << "/" << todo.size() << "] " << p.run->name
+                << (to_log ? " (log: " + log + ")" : "") << "\n"
+                << std::flush;
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("sweep: fork failed");
+    if (pid == 0) {
+      if (to_log) {
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+          ::dup2(fd, 1);
+          ::dup2(fd, 2);
+          ::close(fd);
+        }
+      }
+      ::execv(argv[0], argv.data());
+      std::perror(("sweep: cannot run " + options.exe).c_str());
+      ::_exit(127);
+    }
+    running[pid] = p.run->name;
+  }
+  while (!running.empty()) wait_one();
+  return outcome;
+}
+
+std::map<std::string, RunMetrics> sweep_metrics(const SweepSpec& spec, const std::string& dir) {
+  std::map<std::string, RunMetrics> out;
+  for (const auto& run : spec.runs) {
+    const fs::path folder = fs::path(dir) / run.name;
+    if (!fs::exists(folder / "summary.json")) continue;
+    const RunData d = load_run(folder.string());
+    RunMetrics m;
+    m.loss = d.final_val_loss;
+    m.ppl = std::exp(d.final_val_loss);
+    m.bytes = d.bytes_sent_per_worker;
+    m.time = d.sim_seconds;
+    m.corr = d.final_correlation;
+    m.util = d.utilisation;
+    m.ttt = spec.target_loss > 0 ? time_to_loss(d, spec.target_loss) : -1;
+    out[run.name] = m;
+  }
+  return out;
+}
+
+}  // namespace atl

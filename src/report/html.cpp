@@ -1,0 +1,300 @@
+// The HTML report: one self-contained page with Chart.js inlined. The tables
+// are rendered here (readable with scripts off); the charts are drawn by a
+// short script from the runs' series, embedded as JSON.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "atoll/data.h"
+#include "atoll/report.h"
+
+namespace atl {
+
+extern const char* const kChartJsVersion;
+extern const char* const kChartJsSource;
+
+namespace {
+
+std::string escape_html(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+// JSON placed inside <script>: "</" would end the element early.
+std::string script_safe(std::string json) {
+  for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 2)) json.replace(at, 2, "<\\/");
+  return json;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string megabytes(double bytes) {
+  if (bytes <= 0) return "0";
+  const double mb = bytes / 1e6;
+  return mb >= 100 ? fmt("%.0f", mb) : mb >= 1 ? fmt("%.1f", mb) : fmt("%.3g", mb);
+}
+
+std::string seconds(double s) {
+  if (s < 0) return "never";
+  if (s >= 3600) return fmt("%.2f h", s / 3600);
+  if (s >= 120) return fmt("%.1f min", s / 60);
+  return fmt("%.1f s", s);
+}
+
+const RunData* find_baseline(const std::vector<RunData>& runs, const std::string& name) {
+  if (!name.empty()) {
+    for (const auto& r : runs)
+      if (r.name == name) return &r;
+    throw std::invalid_argument("report baseline '" + name + "' is not one of the runs");
+  }
+  for (const auto& r : runs)
+    if (r.strategy == "ddp") return &r;
+  return &runs.front();
+}
+
+const RunData* find_ddp(const std::vector<RunData>& runs, const RunData* baseline) {
+  if (baseline->strategy == "ddp") return baseline;
+  for (const auto& r : runs)
+    if (r.strategy == "ddp") return &r;
+  return nullptr;
+}
+
+std::string summary_table(const std::vector<RunData>& runs, const RunData& base, const RunData* ddp,
+                          double target) {
+  std::ostringstream o;
+  o << "<table id=\"summary\"><thead><tr><th>run</th><th>strategy</th><th>N</th><th>steps</th>"
+       "<th>final eval loss</th><th>perplexity</th><th>vs "
+    << escape_html(base.name)
+    << "</th><th>sent per worker (MB)</th><th>communication reduction vs "
+    << (ddp ? escape_html(ddp->name) : std::string("DDP")) << "</th><th>simulated time</th><th>time to loss "
+    << fmt("%.3f", target) << "</th><th>compute utilisation</th><th>final correlation</th></tr></thead><tbody>\n";
+  for (const auto& r : runs) {
+    const double diff = r.final_val_loss - base.final_val_loss;
+    std::string reduction = "&mdash;";
+    if (ddp && ddp->bytes_sent_per_worker > 0) {
+      if (r.bytes_sent_per_worker <= 0)
+        reduction = "no traffic";
+      else
+        reduction = fmt("%.3g&times;", ddp->bytes_sent_per_worker / r.bytes_sent_per_worker);
+    }
+    o << "<tr" << (&r == &base ? " class=\"baseline\"" : "") << "><td>" << escape_html(r.name) << "</td><td>"
+      << escape_html(r.strategy) << "</td><td>" << r.workers << "</td><td>" << r.steps << "</td><td>"
+      << fmt("%.4f", r.final_val_loss) << "</td><td>" << fmt("%.3f", std::exp(r.final_val_loss)) << "</td><td>"
+      << (&r == &base ? std::string("&mdash;")
+                      : fmt("%+.4f", diff) + fmt(" (%+.2f%%)", 100.0 * diff / base.final_val_loss))
+      << "</td><td>" << megabytes(r.bytes_sent_per_worker) << "</td><td>" << reduction << "</td><td>"
+      << seconds(r.sim_seconds) << "</td><td>" << seconds(time_to_loss(r, target)) << "</td><td>"
+      << fmt("%.1f%%", 100 * r.utilisation) << "</td><td>"
+      << (r.has_correlation && r.workers > 1 ? fmt("%.4f", r.final_correlation) : std::string("&mdash;"))
+      << "</td></tr>\n";
+  }
+  o << "</tbody></table>\n";
+  return o.str();
+}
+
+std::string config_diff_table(const std::vector<RunData>& runs) {
+  std::set<std::string> keys;
+  for (const auto& r : runs)
+    for (const auto& [k, v] : r.config) keys.insert(k);
+  std::vector<std::string> differing;
+  for (const auto& k : keys) {
+    std::set<std::string> values;
+    for (const auto& r : runs) {
+      auto it = r.config.find(k);
+      values.insert(it == r.config.end() ? "" : it->second);
+    }
+    if (values.size() > 1) differing.push_back(k);
+  }
+  std::ostringstream o;
+  if (differing.empty()) return "<p id=\"config-diff\">Every run has the same configuration.</p>\n";
+  o << "<table id=\"config-diff\"><thead><tr><th>key</th>";
+  for (const auto& r : runs) o << "<th>" << escape_html(r.name) << "</th>";
+  o << "</tr></thead><tbody>\n";
+  for (const auto& k : differing) {
+    o << "<tr><td><code>" << escape_html(k) << "</code></td>";
+    for (const auto& r : runs) {
+      auto it = r.config.find(k);
+      o << "<td>" << (it == r.config.end() ? "&mdash;" : escape_html(it->second)) << "</td>";
+    }
+    o << "</tr>\n";
+  }
+  o << "</tbody></table>\n";
+  return o.str();
+}
+
+std::string shared_config(const std::vector<RunData>& runs) {
+  // Keys every run agrees on, for the reader who wants the whole setup.
+  std::ostringstream o;
+  for (const auto& [k, v] : runs.front().config) {
+    bool same = true;
+    for (const auto& r : runs) {
+      auto it = r.config.find(k);
+      same = same && it != r.config.end() && it->second == v;
+    }
+    if (same) o << escape_html(k) << " = " << escape_html(v) << "\n";
+  }
+  return o.str();
+}
+
+nlohmann::json series_json(const std::vector<RunData>& runs) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& r : runs) {
+    all.push_back({{"name", r.name},
+                   {"strategy", r.strategy},
+                   {"step", r.eval_step},
+                   {"loss", r.eval_loss},
+                   {"bytes", r.eval_bytes},
+                   {"time", r.eval_time},
+                   {"corr_step", r.corr_step},
+                   {"corr", r.corr}});
+  }
+  return all;
+}
+
+// Draws the four charts from #atoll-data. Series without points on a chart
+// (no traffic on the log bytes axis, one worker for correlation) are left
+// out and listed under it. Sets body[data-charts] to the number drawn.
+const char* kChartScript = R"js(
+(function () {
+  const runs = JSON.parse(document.getElementById('atoll-data').textContent);
+  const palette = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2',
+                   '#17becf', '#bcbd22', '#7f7f7f', '#393b79', '#637939', '#8c6d31', '#843c39'];
+  function points(xs, ys, keep) {
+    const out = [];
+    for (let i = 0; i < xs.length; ++i) if (keep(xs[i], ys[i])) out.push({x: xs[i], y: ys[i]});
+    return out;
+  }
+  const charts = [
+    {id: 'loss-steps', x: 'step', y: 'loss', xTitle: 'step', yTitle: 'eval loss', keep: () => true},
+    {id: 'loss-bytes', x: 'bytes', y: 'loss', xTitle: 'bytes sent per worker (log)', yTitle: 'eval loss',
+     log: true, keep: (x) => x > 0, omitted: 'no bytes sent'},
+    {id: 'loss-time', x: 'time', y: 'loss', xTitle: 'simulated wall-clock (s)', yTitle: 'eval loss',
+     keep: () => true},
+    {id: 'corr-steps', x: 'corr_step', y: 'corr', xTitle: 'step', yTitle: 'mean pairwise parameter correlation',
+     keep: () => true, omitted: 'one worker or not logged'},
+  ];
+  // Log-axis ticks at 1, 2 and 5 of each decade, as kB / MB / GB.
+  function bytesLabel(v) {
+    const lead = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+    if (![1, 2, 5].some((d) => Math.abs(lead - d) < 1e-6)) return '';
+    const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+    let u = 0;
+    while (v >= 1000 && u < units.length - 1) { v /= 1000; ++u; }
+    return Number(v.toPrecision(3)) + ' ' + units[u];
+  }
+  let drawn = 0;
+  for (const c of charts) {
+    const datasets = [], left = [];
+    runs.forEach((r, i) => {
+      const data = points(r[c.x], r[c.y], c.keep);
+      if (data.length === 0) { left.push(r.name); return; }
+      datasets.push({label: r.name, data, borderColor: palette[i % palette.length],
+                     backgroundColor: palette[i % palette.length], pointRadius: 2, borderWidth: 1.5, tension: 0});
+    });
+    const canvas = document.getElementById(c.id);
+    if (left.length) {
+      const note = document.createElement('p');
+      note.className = 'omitted';
+      note.textContent = 'Not drawn (' + c.omitted + '): ' + left.join(', ');
+      canvas.parentElement.appendChild(note);
+    }
+    if (datasets.length === 0) { canvas.remove(); continue; }
+    new Chart(canvas, {
+      type: 'line',
+      data: {datasets},
+      options: {
+        animation: false, parsing: false, responsive: true, maintainAspectRatio: false,
+        interaction: {mode: 'nearest', intersect: false},
+        scales: {x: {type: c.log ? 'logarithmic' : 'linear', title: {display: true, text: c.xTitle},
+                     ticks: c.log ? {callback: (v) => bytesLabel(v), autoSkip: true, maxRotation: 0} : {}},
+                 y: {title: {display: true, text: c.yTitle}}},
+        plugins: {legend: {position: 'bottom'}},
+      },
+    });
+    ++drawn;
+  }
+  document.body.dataset.charts = String(drawn);
+})();
+)js";
+
+const char* kStyle = R"css(
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1400px; padding: 0 16px; color: #222; }
+h1 { font-size: 22px; margin-bottom: 2px; } .sub { color: #555; margin-top: 0; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 18px; }
+.chart { border: 1px solid #ddd; border-radius: 6px; padding: 10px; }
+.chart h2 { font-size: 15px; margin: 0 0 6px; } .chart .box { position: relative; height: 340px; }
+table { border-collapse: collapse; margin: 10px 0 24px; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid #e3e3e3; padding: 4px 10px; text-align: right; }
+th:first-child, td:first-child { text-align: left; } th { background: #f6f6f6; }
+tr.baseline td { font-weight: 600; } .omitted { color: #777; font-size: 12px; margin: 4px 0 0; }
+pre { background: #f8f8f8; padding: 10px; font-size: 12px; max-height: 300px; overflow: auto; }
+)css";
+
+}  // namespace
+
+std::string html_report(const std::vector<RunData>& runs, const ReportOptions& options) {
+  if (runs.empty()) throw std::invalid_argument("a report needs at least one run folder");
+  const RunData* base = find_baseline(runs, options.baseline);
+  const RunData* ddp = find_ddp(runs, base);
+  double target = options.target_loss;
+  if (target <= 0)
+    for (const auto& r : runs) target = std::max(target, r.final_val_loss);
+
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" << escape_html(options.title)
+    << "</title>\n<style>" << kStyle << "</style>\n</head><body>\n<h1>" << escape_html(options.title) << "</h1>\n";
+  if (!options.subtitle.empty()) o << "<p class=\"sub\">" << escape_html(options.subtitle) << "</p>\n";
+  o << "<p class=\"sub\">" << runs.size() << " runs; final eval loss compared with <b>" << escape_html(base->name)
+    << "</b>; time to loss " << fmt("%.3f", target)
+    << " is the simulated time of the first evaluation after step 0 at or below it.</p>\n";
+  o << summary_table(runs, *base, ddp, target);
+  o << "<div class=\"grid\">\n";
+  const char* charts[][2] = {{"loss-steps", "Eval loss against steps"},
+                             {"loss-bytes", "Eval loss against bytes sent per worker"},
+                             {"loss-time", "Eval loss against simulated wall-clock"},
+                             {"corr-steps", "Parameter correlation between workers"}};
+  for (const auto& c : charts)
+    o << "<div class=\"chart\"><h2>" << c[1] << "</h2><div class=\"box\"><canvas id=\"" << c[0]
+      << "\"></canvas></div></div>\n";
+  o << "</div>\n<h2>Configuration keys that differ between runs</h2>\n" << config_diff_table(runs);
+  o << "<details><summary>Configuration shared by every run</summary><pre>" << shared_config(runs)
+    << "</pre></details>\n";
+  o << "<p class=\"sub\">Run folders: ";
+  for (size_t i = 0; i < runs.size(); ++i) o << (i ? ", " : "") << "<code>" << escape_html(runs[i].dir) << "</code>";
+  o << ". Charts: Chart.js " << kChartJsVersion << " (MIT), inlined.</p>\n";
+  o << "<script type=\"application/json\" id=\"atoll-data\">" << script_safe(series_json(runs).dump())
+    << "</script>\n<script>" << kChartJsSource << "</script>\n<script>" << kChartScript
+    << "</script>\n</body></html>\n";
+  return o.str();
+}
+
+void write_html_report(const std::vector<std::string>& run_dirs, const std::string& out_path,
+                       const ReportOptions& options) {
+  std::vector<RunData> runs;
+  for (const auto& d : run_dirs) runs.push_back(load_run(d));
+  const std::string html = html_report(runs, options);
+  const std::filesystem::path out(out_path);
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  write_file_atomic(out_path, html);
+}
+
+}  // namespace atl

@@ -1,0 +1,140 @@
+// Reading a finished run folder (summary.json, metrics.jsonl, config.toml)
+// into the series and figures the report and the claims use.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <toml++/toml.h>
+
+#include "atoll/report.h"
+
+namespace atl {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& path, const std::string& what_missing) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(what_missing);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+double number_or(const nlohmann::json& j, const char* key, double fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+// A TOML value as it would be written in a config file.
+std::string toml_value(const toml::node& node) {
+  std::ostringstream o;
+  if (auto s = node.as_string()) {
+    o << '"' << s->get() << '"';
+  } else if (auto f = node.as_floating_point()) {
+    // The shortest form that reads back as the same double, so configs
+    // compare exactly and still read well.
+    char buf[40];
+    for (int digits = 6; digits <= 17; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, f->get());
+      if (std::strtod(buf, nullptr) == f->get()) break;
+    }
+    o << buf;
+  } else if (auto i = node.as_integer()) {
+    o << i->get();
+  } else if (auto b = node.as_boolean()) {
+    o << (b->get() ? "true" : "false");
+  } else {
+    o << "(" << node.type() << ")";
+  }
+  return o.str();
+}
+
+}  // namespace
+
+std::map<std::string, std::string> flat_config(const std::string& toml_text, const std::string& source) {
+  toml::table table;
+  try {
+    table = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    throw std::runtime_error(source + ": TOML syntax error: " + std::string(e.description()));
+  }
+  std::map<std::string, std::string> flat;
+  for (auto&& [section, node] : table) {
+    const toml::table* sub = node.as_table();
+    if (!sub) continue;
+    for (auto&& [key, value] : *sub) {
+      const std::string name = std::string(section.str()) + "." + std::string(key.str());
+      // Where and how the run was written, not what it computed.
+      if (name == "run.name" || name == "run.out_dir" || name == "run.overwrite" || name == "run.progress" ||
+          name == "run.threads")
+        continue;
+      flat[name] = toml_value(value);
+    }
+  }
+  return flat;
+}
+
+RunData load_run(const std::string& dir_text) {
+  const fs::path dir(dir_text);
+  RunData run;
+  run.dir = dir_text;
+  run.name = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
+  const std::string not_finished = "'" + dir_text + "' is not a finished run (no summary.json)";
+  nlohmann::json summary;
+  try {
+    summary = nlohmann::json::parse(read_text(dir / "summary.json", not_finished));
+    run.final_val_loss = summary.at("final_val_loss").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error("'" + (dir / "summary.json").string() + "' is malformed: " + e.what());
+  }
+  run.bytes_sent_per_worker = number_or(summary, "bytes_sent_per_worker", 0);
+  run.sim_seconds = number_or(summary, "sim_time_s", 0);
+  run.utilisation = number_or(summary, "compute_utilisation", 1);
+  run.wall_seconds = number_or(summary, "wall_s", 0);
+  run.workers = static_cast<int64_t>(number_or(summary, "workers", 1));
+  run.steps = static_cast<int64_t>(number_or(summary, "steps", 0));
+  run.params = static_cast<int64_t>(number_or(summary, "params", 0));
+
+  std::istringstream lines(read_text(dir / "metrics.jsonl", "'" + dir_text + "' has no metrics.jsonl"));
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(lines, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.is_object())
+      throw std::runtime_error("'" + (dir / "metrics.jsonl").string() + "' line " + std::to_string(line_no) +
+                               " is not a JSON object");
+    const std::string kind = e.value("event", "");
+    if (kind == "start") {
+      run.strategy = e.value("strategy", "");
+    } else if (kind == "eval") {
+      run.eval_step.push_back(number_or(e, "step", 0));
+      run.eval_loss.push_back(number_or(e, "val_loss", 0));
+      run.eval_bytes.push_back(number_or(e, "bytes_sent_per_worker", 0));
+      run.eval_time.push_back(number_or(e, "sim_time_s", 0));
+    } else if (kind == "train" && e.contains("correlation") && e["correlation"].is_number()) {
+      run.corr_step.push_back(number_or(e, "step", 0));
+      run.corr.push_back(e["correlation"].get<double>());
+    } else if (kind == "end" && e.contains("final_correlation") && e["final_correlation"].is_number()) {
+      run.final_correlation = e["final_correlation"].get<double>();
+      run.has_correlation = true;
+    }
+  }
+  const fs::path config_path = dir / "config.toml";
+  run.config = flat_config(read_text(config_path, "'" + dir_text + "' has no config.toml"), config_path.string());
+  return run;
+}
+
+double time_to_loss(const RunData& run, double target) {
+  // The evaluation before any training does not count as reaching it.
+  for (size_t i = 0; i < run.eval_loss.size(); ++i)
+    if (run.eval_step[i] > 0 && run.eval_loss[i] <= target) return run.eval_time[i];
+  return -1;
+}
+
+}  // namespace atl

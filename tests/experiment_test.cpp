@@ -1,0 +1,275 @@
+// Presets and sweeps: [sweep] expansion and validation, claim checks, running
+// a sweep through the atoll binary (resume, refusal, failures), RESULTS.md,
+// and the shipped presets themselves.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "atoll/config.h"
+#include "atoll/experiment.h"
+#include "atoll/report.h"
+#include "test_util.h"
+#include "tiny_data.h"
+
+namespace atl {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::invalid_argument_message;
+using testing::TempDir;
+
+const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+// A preset over the generated tiny corpus: a one-layer GPT, a few steps.
+std::string tiny_preset(const TempDir& dir, const std::string& sweep, const std::string& name = "p.toml") {
+  const std::string path = dir.path(name);
+  write(path, "[data]\ndataset = \"text\"\ndir = \"" + tiny_text_dir() +
+                  "\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+                  "[train]\nsteps = 6\nbatch_size = 2\neval_every = 3\neval_batches = 1\nlog_every = 3\n"
+                  "[optim]\nwarmup_steps = 2\n[strategy]\nname = \"diloco\"\nworkers = 2\n[diloco]\ninner_steps = 3\n"
+                  "[run]\nprogress = false\nout_dir = \"" + dir.path("runs") + "\"\n" + sweep);
+  return path;
+}
+
+std::vector<std::string> names(const SweepSpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& r : spec.runs) out.push_back(r.name);
+  return out;
+}
+
+TEST(SweepSpec, RunsTimesGridWithRunRestrictedAxesAndCommandLineAxes) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, R"P([sweep]
+runs = ["ddp: strategy.name=ddp", "diloco: strategy.name=diloco"]
+grid = ["diloco.inner_steps=2,3@diloco", "run.seed=1,2"]
+)P");
+  const SweepSpec spec = load_sweep(preset, {"optim.lr=0.001,0.002@ddp"}, {}, false);
+  EXPECT_EQ(names(spec), (std::vector<std::string>{"ddp_seed1_lr0.001", "ddp_seed1_lr0.002", "ddp_seed2_lr0.001",
+                                                   "ddp_seed2_lr0.002", "diloco_inner_steps2_seed1",
+                                                   "diloco_inner_steps2_seed2", "diloco_inner_steps3_seed1",
+                                                   "diloco_inner_steps3_seed2"}));
+  EXPECT_EQ(spec.runs[0].overrides,
+            (std::vector<std::string>{"strategy.name=ddp", "run.seed=1", "optim.lr=0.001"}));
+  EXPECT_EQ(spec.name, "p");  // the file stem
+}
+
+TEST(SweepSpec, QuickOverridesComeFirstAndCommandLineOverridesLast) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, R"P([sweep]
+name = "s"
+runs = ["a: train.steps=5"]
+quick = ["train.steps=2", "train.eval_every=1"]
+)P");
+  const SweepSpec quick = load_sweep(preset, {}, {"optim.lr=0.01"}, true);
+  EXPECT_EQ(quick.name, "s_quick");
+  EXPECT_EQ(quick.runs[0].overrides, (std::vector<std::string>{"train.steps=2", "train.eval_every=1",
+                                                               "train.steps=5", "optim.lr=0.01"}));
+  EXPECT_EQ(load_sweep(preset, {}, {}, false).runs[0].overrides, (std::vector<std::string>{"train.steps=5"}));
+}
+
+TEST(SweepSpec, BadSweepsAreRefusedBeforeAnyTrainingNamingTheProblem) {
+  TempDir dir;
+  auto msg = [&](const std::string& sweep) {
+    return invalid_argument_message([&] { load_sweep(tiny_preset(dir, sweep), {}, {}, false); });
+  };
+  EXPECT_NE(msg("[sweep]\nrunz = []\n").find("unknown key 'runz'"), std::string::npos);
+  EXPECT_NE(msg("[sweep]\nruns = [\"no colon here\"]\n").find("must look like"), std::string::npos);
+  EXPECT_NE(msg("[sweep]\nruns = [\"a: x\"]\n").find("override 'x'"), std::string::npos);
+  EXPECT_NE(msg("[sweep]\nruns = [\"a:\", \"a:\"]\n").find("two runs are named 'a'"), std::string::npos);
+  const auto bad_value = msg("[sweep]\nruns = [\"bad: train.steps=-3\"]\n");
+  EXPECT_NE(bad_value.find("run 'bad'"), std::string::npos) << bad_value;
+  EXPECT_NE(bad_value.find("train.steps"), std::string::npos) << bad_value;
+  EXPECT_NE(msg("[sweep]\nruns = [\"a:\"]\ngrid = [\"train.steps\"]\n").find("grid"), std::string::npos);
+  EXPECT_NE(msg("[sweep]\nruns = [\"a:\"]\ngrid = [\"train.steps=1@b\"]\n").find("names run 'b'"),
+            std::string::npos);
+  EXPECT_NE(msg("[sweep]\nruns = [\"a:\"]\nbaseline = \"z\"\n").find("baseline 'z'"), std::string::npos);
+  EXPECT_NE(msg("[sweep]\n[[sweep.claim]]\ntext = \"t\"\n").find("no check"), std::string::npos);
+  EXPECT_NE(msg("").find("no [sweep] section"), std::string::npos);
+  EXPECT_NE(msg("[sweep\n").find("TOML syntax error"), std::string::npos);
+}
+
+TEST(SweepSpec, TrainIgnoresTheSweepSectionOfAPreset) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, "[sweep]\nruns = [\"a: strategy.name=ddp\"]\n");
+  EXPECT_EQ(load_config(preset, {}).strategy.name, "diloco");
+}
+
+std::map<std::string, RunMetrics> two_runs() {
+  RunMetrics a, b;
+  a.loss = 2.0;
+  a.bytes = 1000;
+  a.ttt = 10;
+  b.loss = 2.1;
+  b.bytes = 20;
+  b.ttt = -1;  // never reached the target
+  return {{"a", a}, {"b-1.x", b}};
+}
+
+TEST(Claims, ComparisonsAndArithmeticOverRunMetrics) {
+  std::string detail;
+  EXPECT_TRUE(evaluate_claim("loss(a) < loss(b-1.x)", two_runs(), detail));
+  EXPECT_EQ(detail, "loss(a)=2 < loss(b-1.x)=2.1");
+  EXPECT_FALSE(evaluate_claim("loss(b-1.x) <= 1.04 * loss(a)", two_runs(), detail));
+  EXPECT_TRUE(evaluate_claim("loss(b-1.x) <= 1.05 * loss(a)", two_runs(), detail));
+  EXPECT_TRUE(evaluate_claim("bytes(a) / bytes(b-1.x) >= 50", two_runs(), detail));
+  EXPECT_FALSE(evaluate_claim("bytes(a) / bytes(b-1.x) > 50", two_runs(), detail));
+  EXPECT_TRUE(evaluate_claim("abs(loss(a) - loss(b-1.x)) < 0.1 + 1e-9", two_runs(), detail));
+  EXPECT_TRUE(evaluate_claim("-(loss(a) - 3) * 2 >= min(1, 2) + max(0.5, -1)", two_runs(), detail));
+  EXPECT_FALSE(evaluate_claim("ttt(b-1.x) <= 1e300", two_runs(), detail));  // never = +inf
+  EXPECT_NE(detail.find("ttt(b-1.x)=inf"), std::string::npos);
+  EXPECT_TRUE(evaluate_claim("ttt(a) < ttt(b-1.x)", two_runs(), detail));
+}
+
+TEST(Claims, CopySecondsIsTheCostModelsOneCopyTime) {
+  // 7e9 bf16 parameters over 100 Mbit/s: 1.4e10 bytes / 1.25e7 B/s = 1120 s.
+  std::string detail;
+  EXPECT_TRUE(evaluate_claim("abs(copy_seconds(7e9, 2, 100e6) - 1120) < 1e-6", {}, detail));
+}
+
+TEST(Claims, MistakesAreReportedWithWhereTheyAre) {
+  std::string d;
+  EXPECT_NE(invalid_argument_message([&] { evaluate_claim("loss(zz) < 1", two_runs(), d); }).find("run 'zz'"),
+            std::string::npos);
+  EXPECT_NE(invalid_argument_message([&] { evaluate_claim("loss(a) 1", two_runs(), d); }).find("comparison"),
+            std::string::npos);
+  EXPECT_NE(invalid_argument_message([&] { evaluate_claim("lost(a) < 1", two_runs(), d); })
+                .find("unknown function lost"),
+            std::string::npos);
+  EXPECT_NE(invalid_argument_message([&] { evaluate_claim("loss(a) < 1 )", two_runs(), d); }).find("column"),
+            std::string::npos);
+}
+
+TEST(Sweep, RunsEveryRunThenKeepsFinishedOnesAndRefusesAChangedConfig) {
+  TempDir dir;
+  const std::string sweep = R"P([sweep]
+name = "s"
+runs = ["ddp: strategy.name=ddp", "diloco: strategy.name=diloco"]
+[[sweep.claim]]
+text = "runs finished"
+check = "loss(ddp) > 0"
+)P";
+  const auto preset = tiny_preset(dir, sweep);
+  SweepOptions opts;
+  opts.exe = kAtoll;
+  opts.quiet = true;
+  const SweepOutcome first = run_sweep(load_sweep(preset, {}, {}, false), opts);
+  EXPECT_EQ(first.ran, 2);
+  EXPECT_EQ(first.dir, dir.path("runs") + "/s");
+  for (const auto& d : first.run_dirs) EXPECT_TRUE(fs::exists(fs::path(d) / "summary.json")) << d;
+  EXPECT_EQ(load_run(first.run_dirs[0]).strategy, "ddp");
+  EXPECT_EQ(load_run(first.run_dirs[1]).strategy, "diloco");
+
+  // An interrupted run (folder without summary.json) is re-run; a finished one kept.
+  fs::remove(fs::path(first.run_dirs[1]) / "summary.json");
+  const SweepOutcome second = run_sweep(load_sweep(preset, {}, {}, false), opts);
+  EXPECT_EQ(second.ran, 1);
+  EXPECT_EQ(second.skipped, 1);
+
+  // A changed preset is refused, naming the key, unless --overwrite.
+  const auto summary_before = testing::read_text(fs::path(first.run_dirs[0]) / "summary.json");
+  const SweepSpec changed = load_sweep(preset, {}, {"optim.lr=0.005"}, false);
+  try {
+    run_sweep(changed, opts);
+    ADD_FAILURE() << "a changed config was not refused";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("optim.lr"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(testing::read_text(fs::path(first.run_dirs[0]) / "summary.json"), summary_before);
+  opts.overwrite = true;
+  opts.jobs = 2;
+  EXPECT_EQ(run_sweep(changed, opts).ran, 2);
+  EXPECT_EQ(load_run(first.run_dirs[0]).config.at("optim.lr"), "0.005");
+}
+
+TEST(Sweep, AFailingRunStopsTheSweepNamingTheRunAndItsLog) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, "[sweep]\nname = \"f\"\nruns = [\"broken: data.dir=/nonexistent\"]\n");
+  SweepOptions opts;
+  opts.exe = kAtoll;
+  opts.quiet = true;
+  try {
+    run_sweep(load_sweep(preset, {}, {}, false), opts);
+    ADD_FAILURE() << "the failing run did not stop the sweep";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("run 'broken' failed"), std::string::npos) << what;
+    EXPECT_NE(what.find("broken.log"), std::string::npos) << what;
+    EXPECT_NE(testing::read_text(fs::path(dir.path("runs")) / "f" / "broken.log").find("/nonexistent"), std::string::npos);
+  }
+}
+
+TEST(Sweep, AFolderTheSweepDidNotWriteIsNeverDeleted) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, "[sweep]\nname = \"k\"\nruns = [\"a:\"]\n");
+  fs::create_directories(fs::path(dir.path("runs")) / "k" / "a");
+  write((fs::path(dir.path("runs")) / "k" / "a" / "notes.txt").string(), "mine");
+  SweepOptions opts;
+  opts.exe = kAtoll;
+  opts.quiet = true;
+  EXPECT_THROW(run_sweep(load_sweep(preset, {}, {}, false), opts), std::runtime_error);
+  EXPECT_TRUE(fs::exists(fs::path(dir.path("runs")) / "k" / "a" / "notes.txt"));
+}
+
+TEST(Results, VerdictsAreComputedFromTheRunFolders) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, R"P([sweep]
+name = "v"
+id = "R0"
+title = "tiny"
+paper_claim = "DDP and DiLoCo both learn."
+runs = ["ddp: strategy.name=ddp", "diloco: strategy.name=diloco"]
+baseline = "ddp"
+[[sweep.claim]]
+text = "DiLoCo sends fewer bytes"
+check = "bytes(diloco) < bytes(ddp)"
+[[sweep.claim]]
+text = "impossible"
+check = "loss(ddp) < 0"
+)P");
+  const SweepSpec spec = load_sweep(preset, {}, {}, false);
+  const std::string before = results_markdown({spec}, "");
+  EXPECT_NE(before.find("| R0 | tiny | not run |"), std::string::npos) << before;
+  SweepOptions opts;
+  opts.exe = kAtoll;
+  opts.quiet = true;
+  run_sweep(spec, opts);
+  const std::string md = results_markdown({spec}, "");
+  EXPECT_NE(md.find("| R0 | tiny | partly reproduced |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- holds: DiLoCo sends fewer bytes"), std::string::npos) << md;
+  EXPECT_NE(md.find("- **fails**: impossible"), std::string::npos) << md;
+  EXPECT_NE(md.find("(1 of 2 checks hold)"), std::string::npos) << md;
+  const double loss = load_run(dir.path("runs") + "/v/ddp").final_val_loss;
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.4f", loss);
+  EXPECT_NE(md.find(figure), std::string::npos) << "the table shows the run's loss " << figure;
+}
+
+TEST(Presets, EveryShippedPresetLoadsAndNamesItsTarget) {
+  std::set<std::string> ids;
+  for (const auto& entry : fs::directory_iterator(std::string(ATOLL_SOURCE_DIR) + "/configs")) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".toml") continue;
+    load_config(path, {});  // `atoll train <preset>` works
+    if (entry.path().filename().string().rfind("r", 0) != 0 || !std::isdigit(entry.path().filename().string()[1]))
+      continue;
+    const SweepSpec spec = load_sweep(path, {}, {}, false);
+    const SweepSpec quick = load_sweep(path, {}, {}, true);
+    EXPECT_EQ(spec.runs.size(), quick.runs.size()) << path;
+    EXPECT_FALSE(spec.paper_claim.empty()) << path;
+    EXPECT_FALSE(spec.claims.empty()) << path;
+    ids.insert(spec.id);
+  }
+  std::set<std::string> want;
+  for (int i = 1; i <= 11; ++i) want.insert("R" + std::to_string(i));
+  EXPECT_EQ(ids, want);
+}
+
+}  // namespace
+}  // namespace atl

@@ -1,0 +1,147 @@
+// The HTML report and the run-folder reader behind it, on real (tiny) runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "atoll/report.h"
+#include "atoll/train.h"
+#include "test_util.h"
+#include "tiny_data.h"
+
+namespace atl {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+// Two finished tiny runs (DDP and DiLoCo, 2 workers) shared by the tests.
+struct TwoRuns {
+  TempDir dir;
+  std::string ddp, diloco;
+  TwoRuns() {
+    for (const char* strategy : {"ddp", "diloco"}) {
+      Config cfg;
+      cfg.data.dataset = "text";
+      cfg.data.dir = tiny_text_dir();
+      cfg.model.n_layer = 1;
+      cfg.model.n_head = 2;
+      cfg.model.n_embd = 16;
+      cfg.model.block_size = 16;
+      cfg.train.steps = 8;
+      cfg.train.batch_size = 2;
+      cfg.train.eval_every = 4;
+      cfg.train.eval_batches = 1;
+      cfg.train.log_every = 2;
+      cfg.optim.warmup_steps = 2;
+      cfg.strategy.name = strategy;
+      cfg.strategy.workers = 2;
+      cfg.strategy.correlation_every = 2;
+      cfg.diloco.inner_steps = 4;
+      cfg.run.out_dir = dir.str();
+      cfg.run.name = std::string(strategy) + "<i>";
+      cfg.run.progress = false;
+      train(cfg);
+    }
+    ddp = dir.path("ddp<i>");
+    diloco = dir.path("diloco<i>");
+  }
+};
+
+const TwoRuns& runs() {
+  static const TwoRuns r;
+  return r;
+}
+
+TEST(RunData, ReadsTheSeriesAndFiguresOfAFinishedRun) {
+  const RunData d = load_run(runs().diloco);
+  EXPECT_EQ(d.strategy, "diloco");
+  EXPECT_EQ(d.workers, 2);
+  EXPECT_EQ(d.steps, 8);
+  EXPECT_EQ(d.eval_step, (std::vector<double>{0, 4, 8}));
+  ASSERT_EQ(d.eval_loss.size(), 3u);
+  EXPECT_DOUBLE_EQ(d.eval_loss.back(), d.final_val_loss);
+  EXPECT_GT(d.eval_bytes.back(), d.eval_bytes.front());
+  EXPECT_EQ(d.corr_step, (std::vector<double>{2, 4, 6, 8}));
+  EXPECT_TRUE(d.has_correlation);
+  EXPECT_EQ(d.config.at("strategy.name"), "\"diloco\"");
+  EXPECT_EQ(d.config.count("run.name"), 0u);  // bookkeeping keys are left out
+  EXPECT_EQ(d.config.at("optim.lr"), "0.001");
+}
+
+TEST(RunData, TimeToLossIsTheFirstEvaluationAtOrBelowTheTarget) {
+  const RunData d = load_run(runs().ddp);
+  EXPECT_DOUBLE_EQ(time_to_loss(d, d.eval_loss[1]), d.eval_time[1]);
+  EXPECT_LT(time_to_loss(d, d.final_val_loss - 1), 0);
+}
+
+TEST(RunData, AFolderThatIsNotAFinishedRunIsNamedInTheError) {
+  TempDir dir;
+  fs::create_directories(dir.path("half"));
+  try {
+    load_run(dir.path("half"));
+    ADD_FAILURE();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("half' is not a finished run"), std::string::npos) << e.what();
+  }
+  fs::create_directories(dir.path("bad"));
+  dir.write("bad/summary.json", "{\"final_val_loss\": 2}");
+  dir.write("bad/metrics.jsonl", "{\"event\":\"start\"}\nnot json\n");
+  try {
+    load_run(dir.path("bad"));
+    ADD_FAILURE();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HtmlReport, HasTheTableFourChartsTheDifferingKeysAndInlinedChartJs) {
+  const RunData ddp = load_run(runs().ddp), diloco = load_run(runs().diloco);
+  ReportOptions o;
+  o.title = "tiny & small";
+  const std::string html = html_report({diloco, ddp}, o);
+  EXPECT_NE(html.find("<title>tiny &amp; small</title>"), std::string::npos);
+  for (const char* id : {"loss-steps", "loss-bytes", "loss-time", "corr-steps"})
+    EXPECT_NE(html.find(std::string("<canvas id=\"") + id + "\">"), std::string::npos) << id;
+  // Works offline: the library is in the page, nothing is fetched.
+  EXPECT_NE(html.find("Chart.js v4"), std::string::npos);
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  // The DDP run is the reference by default, whatever the order.
+  EXPECT_NE(html.find("<tr class=\"baseline\"><td>ddp&lt;i&gt;</td>"), std::string::npos);
+  char diff[64];
+  std::snprintf(diff, sizeof diff, "%+.4f", diloco.final_val_loss - ddp.final_val_loss);
+  EXPECT_NE(html.find(diff), std::string::npos) << diff;
+  char reduction[64];
+  std::snprintf(reduction, sizeof reduction, "%.3g&times;", ddp.bytes_sent_per_worker / diloco.bytes_sent_per_worker);
+  EXPECT_NE(html.find(reduction), std::string::npos) << reduction;
+  // Differing keys are listed, shared ones only in the shared block.
+  const auto diff_table = html.substr(html.find("id=\"config-diff\""));
+  EXPECT_NE(diff_table.find("<code>strategy.name</code>"), std::string::npos);
+  EXPECT_EQ(diff_table.substr(0, diff_table.find("</table>")).find("optim.lr"), std::string::npos);
+}
+
+TEST(HtmlReport, AnExplicitBaselineAndTargetLossAreUsed) {
+  const RunData ddp = load_run(runs().ddp), diloco = load_run(runs().diloco);
+  ReportOptions o;
+  o.baseline = diloco.name;
+  o.target_loss = 99;  // every run is below it from the start
+  const std::string html = html_report({ddp, diloco}, o);
+  EXPECT_NE(html.find("<tr class=\"baseline\"><td>diloco&lt;i&gt;</td>"), std::string::npos);
+  EXPECT_NE(html.find("time to loss 99.000"), std::string::npos);
+  o.baseline = "nope";
+  EXPECT_THROW(html_report({ddp, diloco}, o), std::invalid_argument);
+}
+
+TEST(HtmlReport, WritingReplacesTheFileWholeAndABadFolderLeavesItAlone) {
+  TempDir dir;
+  const std::string out = dir.path("r/report.html");
+  write_html_report({runs().ddp, runs().diloco}, out, {});
+  const std::string first = testing::read_text(out);
+  EXPECT_NE(first.find("</html>"), std::string::npos);
+  EXPECT_THROW(write_html_report({runs().ddp, dir.path("missing")}, out, {}), std::runtime_error);
+  EXPECT_EQ(testing::read_text(out), first);
+}
+
+}  // namespace
+}  // namespace atl
