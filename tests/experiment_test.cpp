@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <sys/wait.h>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -249,6 +251,63 @@ check = "loss(ddp) < 0"
   char figure[32];
   std::snprintf(figure, sizeof figure, "%.4f", loss);
   EXPECT_NE(md.find(figure), std::string::npos) << "the table shows the run's loss " << figure;
+}
+
+// Runs the atoll binary; returns its exit status and output.
+int atoll_cli(const std::string& args, std::string& output, const TempDir& dir) {
+  const std::string log = dir.path("cli.log");
+  const int status = std::system((kAtoll + " " + args + " > '" + log + "' 2>&1").c_str());
+  output = testing::read_text(log);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(SweepCli, SweepsThenWritesTheReportAndResultsFromTheFolders) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, R"P([sweep]
+name = "c"
+id = "R0"
+title = "cli"
+runs = ["ddp: strategy.name=ddp", "single: strategy.name=single strategy.workers=1"]
+[[sweep.claim]]
+text = "DDP sends bytes"
+check = "bytes(ddp) > bytes(single)"
+)P");
+  std::string out;
+  ASSERT_EQ(atoll_cli("sweep " + preset + " --train.steps=4", out, dir), 0) << out;
+  EXPECT_NE(out.find("2 ran, 0 already finished"), std::string::npos) << out;
+  const fs::path sweep = fs::path(dir.path("runs")) / "c";
+  EXPECT_NE(testing::read_text(sweep / "report.html").find("<canvas id=\"loss-bytes\">"), std::string::npos);
+  EXPECT_EQ(load_run((sweep / "ddp").string()).steps, 4);  // command-line overrides reach every run
+
+  // `atoll results` reads the preset as it is: runs made with other settings
+  // (here --train.steps=4) do not count for it.
+  const std::string md = dir.path("RESULTS.md");
+  ASSERT_EQ(atoll_cli("results " + preset + " -o " + md, out, dir), 0) << out;
+  EXPECT_NE(testing::read_text(md).find("| R0 | cli | not run |"), std::string::npos) << testing::read_text(md);
+  EXPECT_NE(testing::read_text(md).find("`ddp (train.steps = 4, the sweep says 6)`"), std::string::npos)
+      << testing::read_text(md);
+  ASSERT_EQ(atoll_cli("sweep " + preset + " --overwrite", out, dir), 0) << out;
+  ASSERT_EQ(atoll_cli("results " + preset + " -o " + md, out, dir), 0) << out;
+  EXPECT_NE(testing::read_text(md).find("| R0 | cli | reproduced |"), std::string::npos) << testing::read_text(md);
+
+  ASSERT_EQ(atoll_cli("report " + (sweep / "ddp").string() + " " + (sweep / "single").string() + " -o " +
+                          dir.path("r.html") + " --baseline=single",
+                      out, dir),
+            0)
+      << out;
+  EXPECT_NE(testing::read_text(dir.path("r.html")).find("<tr class=\"baseline\"><td>single</td>"),
+            std::string::npos);
+}
+
+TEST(SweepCli, APresetWithoutASweepSectionOrABadFolderIsAClearError) {
+  TempDir dir;
+  std::string out;
+  const auto plain = tiny_preset(dir, "");
+  EXPECT_EQ(atoll_cli("sweep " + plain, out, dir), 1);
+  EXPECT_NE(out.find("atoll: error: " + plain + " has no [sweep] section"), std::string::npos) << out;
+  EXPECT_EQ(atoll_cli("report " + dir.path("nothing") + " -o " + dir.path("r.html"), out, dir), 1);
+  EXPECT_NE(out.find("is not a finished run"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir.path("r.html")));
 }
 
 TEST(Presets, EveryShippedPresetLoadsAndNamesItsTarget) {

@@ -83,6 +83,11 @@ struct SweepOutcome {
 // and its log.
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options);
 
+// "" when the finished run <dir>/<run.name> was made with exactly the config
+// the sweep asks for now (run.* bookkeeping aside); else the first key that
+// differs, with both values. Throws if the folder is not a finished run.
+std::string finished_run_difference(const SweepSpec& spec, const SweepRun& run, const std::string& dir);
+
 // Final metrics of a finished run, by the names claims use.
 struct RunMetrics {
   double loss = 0, ppl = 0, bytes = 0, time = 0, corr = 1, util = 1, ttt = -1;
@@ -106,8 +111,8 @@ std::string sweep_dir(const SweepSpec& spec, const std::string& out_root);
 
 // docs/RESULTS.md: for every preset (in order) its claim, command, a table
 // of its runs and a verdict from its claims (reproduced: all hold; partly:
-// some; not reproduced: none; not run: a run is missing), then its
-// discussion.
+// some; not reproduced: none; not run: a run is missing or was made with
+// another config than the preset now says), then its discussion.
 std::string results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root);
 
 }  // namespace atl

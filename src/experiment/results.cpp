@@ -36,12 +36,20 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
   const std::string dir = sweep_dir(spec, out_root);
   std::vector<RunData> runs;
   std::vector<std::string> missing;
+  std::vector<std::string> stale;
   for (const auto& r : spec.runs) {
     const fs::path folder = fs::path(dir) / r.name;
-    if (fs::exists(folder / "summary.json"))
-      runs.push_back(load_run(folder.string()));
-    else
+    if (!fs::exists(folder / "summary.json")) {
       missing.push_back(r.name);
+      continue;
+    }
+    // A run made before the preset changed does not count for the preset.
+    if (const std::string diff = finished_run_difference(spec, r, dir); !diff.empty()) {
+      stale.push_back(r.name + " (" + diff + ")");
+      missing.push_back(r.name);
+      continue;
+    }
+    runs.push_back(load_run(folder.string()));
   }
   std::ostringstream o;
   o << "**Paper claim.** " << spec.paper_claim << "\n\n";
@@ -77,8 +85,13 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     }
     o << "\n";
   }
+  if (!stale.empty()) {
+    o << "Made with another config than the preset now gives, so not counted:";
+    for (const auto& m : stale) o << " `" << m << "`";
+    o << ".\n\n";
+  }
   if (!missing.empty()) {
-    o << "Not run yet:";
+    o << "Not run yet (or not counted):";
     for (const auto& m : missing) o << " `" << m << "`";
     o << ".\n\n";
   }

@@ -270,6 +270,20 @@ std::string sweep_dir(const SweepSpec& spec, const std::string& out_root) {
   return (fs::path(root) / spec.name).string();
 }
 
+std::string finished_run_difference(const SweepSpec& spec, const SweepRun& run, const std::string& dir) {
+  std::vector<std::string> args;
+  const auto expected = expected_config(spec, run, dir, args);
+  const auto done = load_run((fs::path(dir) / run.name).string()).config;
+  for (const auto& [k, v] : expected) {
+    auto it = done.find(k);
+    if (it == done.end()) return k + " missing";
+    if (it->second != v) return k + " = " + it->second + ", the sweep says " + v;
+  }
+  for (const auto& [k, v] : done)
+    if (!expected.count(k)) return k + " not in this version of atoll";
+  return "";
+}
+
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   if (options.jobs < 1) throw std::invalid_argument("--jobs must be >= 1 (got " + std::to_string(options.jobs) + ")");
   SweepOutcome outcome;
@@ -287,23 +301,16 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     const fs::path dir = fs::path(outcome.dir) / run.name;
     outcome.run_dirs.push_back(dir.string());
     std::vector<std::string> args;
-    const auto expected = expected_config(spec, run, outcome.dir, args);
+    expected_config(spec, run, outcome.dir, args);
     if (fs::exists(dir / "summary.json")) {
-      const auto done = load_run(dir.string()).config;
-      if (done == expected) {
+      const std::string key = finished_run_difference(spec, run, outcome.dir);
+      if (key.empty()) {
         ++outcome.skipped;
         if (!options.quiet) std::cout << "sweep: " << run.name << " already finished, kept\n";
         continue;
       }
-      std::string key;
-      for (const auto& [k, v] : expected)
-        if (!done.count(k) || done.at(k) != v) {
-          key = k;
-          break;
-        }
       if (!options.overwrite)
-        throw std::runtime_error("sweep: '" + dir.string() + "' is a finished run with a different config (" +
-                                 (key.empty() ? std::string("keys differ") : key) +
+        throw std::runtime_error("sweep: '" + dir.string() + "' is a finished run with a different config (" + key +
                                  "); delete it, change the sweep name, or pass --overwrite to re-run it");
       args.push_back("run.overwrite=true");
     } else if (fs::exists(dir)) {
