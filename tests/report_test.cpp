@@ -22,21 +22,12 @@ struct TwoRuns {
   std::string ddp, diloco;
   TwoRuns() {
     for (const char* strategy : {"ddp", "diloco"}) {
-      Config cfg;
-      cfg.data.dataset = "text";
-      cfg.data.dir = tiny_text_dir();
-      cfg.model.n_layer = 1;
-      cfg.model.n_head = 2;
-      cfg.model.n_embd = 16;
-      cfg.model.block_size = 16;
+      Config cfg = tiny_config(strategy, 2);
       cfg.train.steps = 8;
       cfg.train.batch_size = 2;
       cfg.train.eval_every = 4;
       cfg.train.eval_batches = 1;
       cfg.train.log_every = 2;
-      cfg.optim.warmup_steps = 2;
-      cfg.strategy.name = strategy;
-      cfg.strategy.workers = 2;
       cfg.strategy.correlation_every = 2;
       cfg.diloco.inner_steps = 4;
       cfg.run.out_dir = dir.str();

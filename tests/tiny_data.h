@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "atoll/config.h"
 #include "atoll/data.h"
 #include "test_util.h"
 
@@ -30,6 +31,29 @@ inline const std::string& tiny_text_dir() {
     return out.string();
   }();
   return dir;
+}
+
+// A one-layer GPT on the tiny corpus: 20 steps of 4 x 16 tokens, an
+// evaluation every 10, no progress line.
+inline Config tiny_config(const std::string& strategy, int64_t workers) {
+  Config cfg;
+  cfg.data.dataset = "text";
+  cfg.data.dir = tiny_text_dir();
+  cfg.model.n_layer = 1;
+  cfg.model.n_head = 2;
+  cfg.model.n_embd = 16;
+  cfg.model.block_size = 16;
+  cfg.optim.warmup_steps = 2;
+  cfg.train.steps = 20;
+  cfg.train.batch_size = 4;
+  cfg.train.eval_every = 10;
+  cfg.train.eval_batches = 2;
+  cfg.train.log_every = 5;
+  cfg.strategy.name = strategy;
+  cfg.strategy.workers = workers;
+  cfg.diloco.inner_steps = 5;
+  cfg.run.progress = false;
+  return cfg;
 }
 
 }  // namespace atl

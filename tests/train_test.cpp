@@ -19,27 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Config tiny_config(const std::string& strategy, int64_t workers) {
-  Config cfg;
-  cfg.data.dataset = "text";
-  cfg.data.dir = tiny_text_dir();
-  cfg.model.n_layer = 1;
-  cfg.model.n_head = 2;
-  cfg.model.n_embd = 16;
-  cfg.model.block_size = 16;
-  cfg.optim.warmup_steps = 2;
-  cfg.train.steps = 20;
-  cfg.train.batch_size = 4;
-  cfg.train.eval_every = 10;
-  cfg.train.eval_batches = 2;
-  cfg.train.log_every = 5;
-  cfg.strategy.name = strategy;
-  cfg.strategy.workers = workers;
-  cfg.diloco.inner_steps = 5;
-  cfg.run.progress = false;
-  return cfg;
-}
-
 // The values that must not depend on timing: losses and byte counts.
 std::vector<double> trajectory(const RunSummary& s) {
   std::vector<double> out;

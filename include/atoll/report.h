@@ -16,6 +16,12 @@ namespace atl {
 // not a finished run.
 std::string compare_runs(const std::vector<std::string>& run_dirs);
 
+// Number formatting shared by the tables (Markdown and HTML).
+// printf-style formatting of one double, e.g. format_number("%.4f", x).
+std::string format_number(const char* printf_format, double v);
+// Bytes as megabytes with about three significant digits ("0" for none).
+std::string format_megabytes(double bytes);
+
 // One finished run folder, as the report and the claims read it.
 struct RunData {
   std::string dir, name, strategy;

@@ -14,18 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string megabytes(double bytes) {
-  if (bytes <= 0) return "0";
-  const double mb = bytes / 1e6;
-  return mb >= 100 ? fmt("%.0f", mb) : mb >= 1 ? fmt("%.1f", mb) : fmt("%.3g", mb);
-}
-
 struct Section {
   std::string verdict;  // reproduced | partly | not reproduced | not run
   std::string body;
@@ -64,23 +52,23 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
       if (r.strategy == "ddp" && !ddp) ddp = &r;
     o << "| run | strategy | N | steps | final eval loss | vs " << base->name
       << " | sent per worker (MB) | reduction vs DDP | simulated time (s)";
-    if (spec.target_loss > 0) o << " | time to loss " << fmt("%.3g", spec.target_loss) << " (s)";
+    if (spec.target_loss > 0) o << " | time to loss " << format_number("%.3g", spec.target_loss) << " (s)";
     o << " | correlation |\n|---|---|---|---|---|---|---|---|---|" << (spec.target_loss > 0 ? "---|" : "")
       << "\n";
     for (const auto& r : runs) {
       std::string reduction = "—";
       if (ddp && ddp->bytes_sent_per_worker > 0)
-        reduction = r.bytes_sent_per_worker > 0 ? fmt("%.3g×", ddp->bytes_sent_per_worker / r.bytes_sent_per_worker)
+        reduction = r.bytes_sent_per_worker > 0 ? format_number("%.3g×", ddp->bytes_sent_per_worker / r.bytes_sent_per_worker)
                                                 : "no traffic";
       o << "| " << r.name << " | " << r.strategy << " | " << r.workers << " | " << r.steps << " | "
-        << fmt("%.4f", r.final_val_loss) << " | "
-        << (&r == base ? std::string("—") : fmt("%+.2f%%", 100 * (r.final_val_loss / base->final_val_loss - 1)))
-        << " | " << megabytes(r.bytes_sent_per_worker) << " | " << reduction << " | " << fmt("%.1f", r.sim_seconds);
+        << format_number("%.4f", r.final_val_loss) << " | "
+        << (&r == base ? std::string("—") : format_number("%+.2f%%", 100 * (r.final_val_loss / base->final_val_loss - 1)))
+        << " | " << format_megabytes(r.bytes_sent_per_worker) << " | " << reduction << " | " << format_number("%.1f", r.sim_seconds);
       if (spec.target_loss > 0) {
         const double t = time_to_loss(r, spec.target_loss);
-        o << " | " << (t < 0 ? std::string("never") : fmt("%.1f", t));
+        o << " | " << (t < 0 ? std::string("never") : format_number("%.1f", t));
       }
-      o << " | " << (r.has_correlation && r.workers > 1 ? fmt("%.4f", r.final_correlation) : std::string("—"))
+      o << " | " << (r.has_correlation && r.workers > 1 ? format_number("%.4f", r.final_correlation) : std::string("—"))
         << " |\n";
     }
     o << "\n";

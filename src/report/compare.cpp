@@ -31,19 +31,13 @@ nlohmann::json start_event(const std::filesystem::path& dir) {
   return nlohmann::json::object();
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 // "0.02x (50x fewer)" style: readable whichever way the ratio goes.
 std::string bytes_ratio(double bytes, double base) {
   if (base <= 0) return bytes > 0 ? "-" : "0";
   if (bytes <= 0) return "0";
   const double r = bytes / base;
-  if (r >= 1) return fmt("%.4gx", r);
-  return fmt("%.3gx", r) + fmt(" (%.4gx fewer)", 1.0 / r);
+  if (r >= 1) return format_number("%.4gx", r);
+  return format_number("%.3gx", r) + format_number(" (%.4gx fewer)", 1.0 / r);
 }
 
 // The workers' parameter correlation at the end, "-" for one worker or runs
@@ -52,10 +46,22 @@ std::string final_correlation(const nlohmann::json& summary) {
   if (!summary.contains("end")) return "-";
   const auto& end = summary["end"];
   if (!end.contains("final_correlation") || !end["final_correlation"].is_number()) return "-";
-  return fmt("%.4f", end["final_correlation"].get<double>());
+  return format_number("%.4f", end["final_correlation"].get<double>());
 }
 
 }  // namespace
+
+std::string format_number(const char* printf_format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, printf_format, v);
+  return buf;
+}
+
+std::string format_megabytes(double bytes) {
+  if (bytes <= 0) return "0";
+  const double mb = bytes / 1e6;
+  return mb >= 100 ? format_number("%.0f", mb) : mb >= 1 ? format_number("%.1f", mb) : format_number("%.3g", mb);
+}
 
 std::string compare_runs(const std::vector<std::string>& run_dirs) {
   if (run_dirs.empty()) throw std::invalid_argument("compare needs at least one run folder");
@@ -76,11 +82,11 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
     }
     o << "| " << dir.filename().string() << " | " << start.value("strategy", "?") << " | "
       << s.value("workers", 0) << " | " << s.value("steps", 0) << " | " << start.value("global_batch_tokens", 0)
-      << " | " << fmt("%.4f", loss) << " | " << fmt("%+.2f%%", 100.0 * (loss / base_loss - 1)) << " | "
-      << fmt("%.2f", bytes / 1e6) << " | "
+      << " | " << format_number("%.4f", loss) << " | " << format_number("%+.2f%%", 100.0 * (loss / base_loss - 1)) << " | "
+      << format_number("%.2f", bytes / 1e6) << " | "
       << bytes_ratio(bytes, base_bytes)
-      << " | " << fmt("%.1f", s.value("sim_time_s", 0.0)) << " | "
-      << fmt("%.1f%%", 100.0 * s.value("compute_utilisation", 1.0)) << " | " << final_correlation(s) << " |\n";
+      << " | " << format_number("%.1f", s.value("sim_time_s", 0.0)) << " | "
+      << format_number("%.1f%%", 100.0 * s.value("compute_utilisation", 1.0)) << " | " << final_correlation(s) << " |\n";
   }
   return o.str();
 }

@@ -41,23 +41,11 @@ std::string script_safe(std::string json) {
   return json;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string megabytes(double bytes) {
-  if (bytes <= 0) return "0";
-  const double mb = bytes / 1e6;
-  return mb >= 100 ? fmt("%.0f", mb) : mb >= 1 ? fmt("%.1f", mb) : fmt("%.3g", mb);
-}
-
 std::string seconds(double s) {
   if (s < 0) return "never";
-  if (s >= 3600) return fmt("%.2f h", s / 3600);
-  if (s >= 120) return fmt("%.1f min", s / 60);
-  return fmt("%.1f s", s);
+  if (s >= 3600) return format_number("%.2f h", s / 3600);
+  if (s >= 120) return format_number("%.1f min", s / 60);
+  return format_number("%.1f s", s);
 }
 
 const RunData* find_baseline(const std::vector<RunData>& runs, const std::string& name) {
@@ -86,7 +74,7 @@ std::string summary_table(const std::vector<RunData>& runs, const RunData& base,
     << escape_html(base.name)
     << "</th><th>sent per worker (MB)</th><th>communication reduction vs "
     << (ddp ? escape_html(ddp->name) : std::string("DDP")) << "</th><th>simulated time</th><th>time to loss "
-    << fmt("%.3f", target) << "</th><th>compute utilisation</th><th>final correlation</th></tr></thead><tbody>\n";
+    << format_number("%.3f", target) << "</th><th>compute utilisation</th><th>final correlation</th></tr></thead><tbody>\n";
   for (const auto& r : runs) {
     const double diff = r.final_val_loss - base.final_val_loss;
     std::string reduction = "&mdash;";
@@ -94,17 +82,17 @@ std::string summary_table(const std::vector<RunData>& runs, const RunData& base,
       if (r.bytes_sent_per_worker <= 0)
         reduction = "no traffic";
       else
-        reduction = fmt("%.3g&times;", ddp->bytes_sent_per_worker / r.bytes_sent_per_worker);
+        reduction = format_number("%.3g&times;", ddp->bytes_sent_per_worker / r.bytes_sent_per_worker);
     }
     o << "<tr" << (&r == &base ? " class=\"baseline\"" : "") << "><td>" << escape_html(r.name) << "</td><td>"
       << escape_html(r.strategy) << "</td><td>" << r.workers << "</td><td>" << r.steps << "</td><td>"
-      << fmt("%.4f", r.final_val_loss) << "</td><td>" << fmt("%.3f", std::exp(r.final_val_loss)) << "</td><td>"
+      << format_number("%.4f", r.final_val_loss) << "</td><td>" << format_number("%.3f", std::exp(r.final_val_loss)) << "</td><td>"
       << (&r == &base ? std::string("&mdash;")
-                      : fmt("%+.4f", diff) + fmt(" (%+.2f%%)", 100.0 * diff / base.final_val_loss))
-      << "</td><td>" << megabytes(r.bytes_sent_per_worker) << "</td><td>" << reduction << "</td><td>"
+                      : format_number("%+.4f", diff) + format_number(" (%+.2f%%)", 100.0 * diff / base.final_val_loss))
+      << "</td><td>" << format_megabytes(r.bytes_sent_per_worker) << "</td><td>" << reduction << "</td><td>"
       << seconds(r.sim_seconds) << "</td><td>" << seconds(time_to_loss(r, target)) << "</td><td>"
-      << fmt("%.1f%%", 100 * r.utilisation) << "</td><td>"
-      << (r.has_correlation && r.workers > 1 ? fmt("%.4f", r.final_correlation) : std::string("&mdash;"))
+      << format_number("%.1f%%", 100 * r.utilisation) << "</td><td>"
+      << (r.has_correlation && r.workers > 1 ? format_number("%.4f", r.final_correlation) : std::string("&mdash;"))
       << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
@@ -264,7 +252,7 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
     << "</title>\n<style>" << kStyle << "</style>\n</head><body>\n<h1>" << escape_html(options.title) << "</h1>\n";
   if (!options.subtitle.empty()) o << "<p class=\"sub\">" << escape_html(options.subtitle) << "</p>\n";
   o << "<p class=\"sub\">" << runs.size() << " runs; final eval loss compared with <b>" << escape_html(base->name)
-    << "</b>; time to loss " << fmt("%.3f", target)
+    << "</b>; time to loss " << format_number("%.3f", target)
     << " is the simulated time of the first evaluation after step 0 at or below it.</p>\n";
   o << summary_table(runs, *base, ddp, target);
   o << "<div class=\"grid\">\n";
