@@ -54,6 +54,7 @@ TEST(RunData, ReadsTheSeriesAndFiguresOfAFinishedRun) {
   ASSERT_EQ(d.eval_loss.size(), 3u);
   EXPECT_DOUBLE_EQ(d.eval_loss.back(), d.final_val_loss);
   EXPECT_GT(d.eval_bytes.back(), d.eval_bytes.front());
+  EXPECT_DOUBLE_EQ(d.bytes_sent_total, 2 * d.bytes_sent_per_worker);  // both workers send the same
   EXPECT_EQ(d.corr_step, (std::vector<double>{2, 4, 6, 8}));
   EXPECT_TRUE(d.has_correlation);
   EXPECT_EQ(d.config.at("strategy.name"), "\"diloco\"");

@@ -210,6 +210,7 @@ int cmd_sweep(const std::vector<std::string>& args, const std::vector<std::strin
     ro.target_loss = spec.target_loss;
     const std::string html = (std::filesystem::path(out.dir) / "report.html").string();
     atl::write_html_report(out.run_dirs, html, ro);
+    std::cout << "\n" << atl::compare_runs(out.run_dirs) << "\n";
     std::printf("report: %s\n", html.c_str());
   }
   return 0;

@@ -27,6 +27,7 @@ struct RunData {
   std::string dir, name, strategy;
   int64_t workers = 1, steps = 0, params = 0;
   double final_val_loss = 0, bytes_sent_per_worker = 0, sim_seconds = 0, utilisation = 1;
+  double bytes_sent_total = 0;   // all workers (the ledger's per-worker sums)
   double final_correlation = 1;  // 1 for one worker or when never logged
   bool has_correlation = false;
   double wall_seconds = 0;

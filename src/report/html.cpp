@@ -72,7 +72,7 @@ std::string summary_table(const std::vector<RunData>& runs, const RunData& base,
   o << "<table id=\"summary\"><thead><tr><th>run</th><th>strategy</th><th>N</th><th>steps</th>"
        "<th>final eval loss</th><th>perplexity</th><th>vs "
     << escape_html(base.name)
-    << "</th><th>sent per worker (MB)</th><th>communication reduction vs "
+    << "</th><th>sent per worker (MB)</th><th>sent, all workers (MB)</th><th>communication reduction vs "
     << (ddp ? escape_html(ddp->name) : std::string("DDP")) << "</th><th>simulated time</th><th>time to loss "
     << format_number("%.3f", target) << "</th><th>compute utilisation</th><th>final correlation</th></tr></thead><tbody>\n";
   for (const auto& r : runs) {
@@ -89,7 +89,8 @@ std::string summary_table(const std::vector<RunData>& runs, const RunData& base,
       << format_number("%.4f", r.final_val_loss) << "</td><td>" << format_number("%.3f", std::exp(r.final_val_loss)) << "</td><td>"
       << (&r == &base ? std::string("&mdash;")
                       : format_number("%+.4f", diff) + format_number(" (%+.2f%%)", 100.0 * diff / base.final_val_loss))
-      << "</td><td>" << format_megabytes(r.bytes_sent_per_worker) << "</td><td>" << reduction << "</td><td>"
+      << "</td><td>" << format_megabytes(r.bytes_sent_per_worker) << "</td><td>"
+      << format_megabytes(r.bytes_sent_total) << "</td><td>" << reduction << "</td><td>"
       << seconds(r.sim_seconds) << "</td><td>" << seconds(time_to_loss(r, target)) << "</td><td>"
       << format_number("%.1f%%", 100 * r.utilisation) << "</td><td>"
       << (r.has_correlation && r.workers > 1 ? format_number("%.4f", r.final_correlation) : std::string("&mdash;"))

@@ -120,11 +120,16 @@ RunData load_run(const std::string& dir_text) {
     } else if (kind == "train" && e.contains("correlation") && e["correlation"].is_number()) {
       run.corr_step.push_back(number_or(e, "step", 0));
       run.corr.push_back(e["correlation"].get<double>());
-    } else if (kind == "end" && e.contains("final_correlation") && e["final_correlation"].is_number()) {
-      run.final_correlation = e["final_correlation"].get<double>();
-      run.has_correlation = true;
+    } else if (kind == "end") {
+      if (e.contains("final_correlation") && e["final_correlation"].is_number()) {
+        run.final_correlation = e["final_correlation"].get<double>();
+        run.has_correlation = true;
+      }
+      if (e.contains("ledger_per_worker") && e["ledger_per_worker"].is_array())
+        for (const auto& w : e["ledger_per_worker"]) run.bytes_sent_total += number_or(w, "sent", 0);
     }
   }
+  if (run.bytes_sent_total <= 0) run.bytes_sent_total = run.bytes_sent_per_worker * static_cast<double>(run.workers);
   const fs::path config_path = dir / "config.toml";
   run.config = flat_config(read_text(config_path, "'" + dir_text + "' has no config.toml"), config_path.string());
   return run;
