@@ -305,6 +305,11 @@ TEST(SweepCli, APresetWithoutASweepSectionOrABadFolderIsAClearError) {
   const auto plain = tiny_preset(dir, "");
   EXPECT_EQ(atoll_cli("sweep " + plain, out, dir), 1);
   EXPECT_NE(out.find("atoll: error: " + plain + " has no [sweep] section"), std::string::npos) << out;
+  // --grid may come before the preset; its axis reaches every run.
+  const auto swept = tiny_preset(dir, "[sweep]\nruns = [\"a:\"]\n", "s.toml");
+  EXPECT_EQ(atoll_cli("sweep --grid foo.bar=1,2 " + swept, out, dir), 1);
+  EXPECT_NE(out.find("run 'a_bar1'"), std::string::npos) << out;
+  EXPECT_NE(out.find("unknown key 'foo.bar'"), std::string::npos) << out;
   EXPECT_EQ(atoll_cli("report " + dir.path("nothing") + " -o " + dir.path("r.html"), out, dir), 1);
   EXPECT_NE(out.find("is not a finished run"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(dir.path("r.html")));

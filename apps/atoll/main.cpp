@@ -187,11 +187,23 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
   return 0;
 }
 
-int cmd_sweep(const std::vector<std::string>& args, const std::vector<std::string>& grid, bool quick,
-              bool no_report, atl::SweepOptions opts) {
+int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, atl::SweepOptions opts) {
+  // --grid is taken here rather than by CLI11, whose repeatable options would
+  // also swallow the preset's path when it follows them.
+  std::vector<std::string> grid, rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--grid") {
+      if (i + 1 == args.size()) throw atl::ConfigError("--grid needs a value: section.key=v1,v2[@run,...]");
+      grid.push_back(args[++i]);
+    } else if (args[i].rfind("--grid=", 0) == 0) {
+      grid.push_back(args[i].substr(7));
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
   std::string preset;
   std::map<std::string, std::string> dist_flags;
-  const auto overrides = collect_overrides(args, preset, dist_flags);
+  const auto overrides = collect_overrides(rest, preset, dist_flags);
   if (!dist_flags.empty()) throw atl::ConfigError("atoll sweep takes no --" + dist_flags.begin()->first);
   if (preset.empty()) throw atl::ConfigError("atoll sweep needs a preset file (see configs/)");
   const atl::SweepSpec spec = atl::load_sweep(preset, grid, overrides, quick);
@@ -319,15 +331,14 @@ int main(int argc, char** argv) {
   auto* compare = app.add_subcommand("compare", "compare finished run folders in a Markdown table");
   compare->add_option("runs", compare_dirs, "run folders; ratios are against the first")->required();
 
-  std::vector<std::string> grid;
   atl::SweepOptions sweep_opts;
   bool sweep_quick = false, sweep_no_report = false;
   auto* sweep = app.add_subcommand(
       "sweep",
       "run a preset's [sweep] runs (x --grid) into runs/<sweep>/<run>/, resuming where it stopped, then write "
-      "report.html: atoll sweep <preset.toml> [--grid key=v1,v2] [--section.key=value ...]");
+      "report.html: atoll sweep <preset.toml> [--grid key=v1,v2[@run,...] ...] [--section.key=value ...]\n"
+      "(--grid adds one grid axis; repeat it for more)");
   sweep->allow_extras();
-  sweep->add_option("--grid", grid, "key=v1,v2[@run,...]: one more grid axis (repeatable)");
   sweep->add_option("--jobs,-j", sweep_opts.jobs, "runs at once, sharing the cores")->capture_default_str();
   sweep->add_flag("--quick", sweep_quick, "the preset's quick overrides, into runs/<sweep>_quick/");
   sweep->add_option("--out", sweep_opts.out_root, "folder holding the sweep folder (default: run.out_dir)");
@@ -355,7 +366,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-    if (sweep->parsed()) return cmd_sweep(sweep->remaining(), grid, sweep_quick, sweep_no_report, sweep_opts);
+    if (sweep->parsed()) return cmd_sweep(sweep->remaining(), sweep_quick, sweep_no_report, sweep_opts);
     if (report->parsed()) {
       atl::write_html_report(report_dirs, report_out, report_opts);
       std::printf("report: %s (%zu runs)\n", report_out.c_str(), report_dirs.size());
