@@ -322,23 +322,28 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     todo.push_back({&run, args});
   }
 
+  // Runs write to <run>.log when several share the terminal (or quiet).
+  const bool to_log = options.jobs > 1 || options.quiet;
   std::map<pid_t, std::string> running;  // pid -> run name
   auto wait_one = [&]() {
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) throw std::runtime_error("sweep: waitpid failed");
+    pid_t pid = -1;
+    while (!running.count(pid)) {  // ignore children that are not our runs
+      pid = ::waitpid(-1, &status, 0);
+      if (pid < 0) throw std::runtime_error("sweep: waitpid failed");
+    }
     const std::string name = running.at(pid);
     running.erase(pid);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       for (const auto& [p, n] : running) ::kill(p, SIGTERM);
-      while (!running.empty()) {
-        ::waitpid(-1, nullptr, 0);
-        running.erase(running.begin());
-      }
+      for (const auto& [p, n] : running) ::waitpid(p, nullptr, 0);
+      running.clear();
       const std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
                                                   : "exit code " + std::to_string(WEXITSTATUS(status));
-      throw std::runtime_error("sweep: run '" + name + "' failed (" + how + "; log: " +
-                               (fs::path(outcome.dir) / (name + ".log")).string() + ")");
+      throw std::runtime_error("sweep: run '" + name + "' failed (" + how + "; " +
+                               (to_log ? "log: " + (fs::path(outcome.dir) / (name + ".log")).string()
+                                       : std::string("its output is above")) +
+                               ")");
     }
     ++outcome.ran;
     if (!options.quiet) std::cout << "sweep: " << name << " finished\n" << std::flush;
@@ -349,7 +354,6 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     while (static_cast<int64_t>(running.size()) >= options.jobs) wait_one();
     std::vector<std::string> argv_s = {options.exe, "train", spec.preset};
     for (const auto& a : p.args) argv_s.push_back("--" + a);
-    const bool to_log = options.jobs > 1 || options.quiet;
     if (options.jobs > 1) argv_s.push_back("--run.threads=" + std::to_string(threads));
     const std::string log = (fs::path(outcome.dir) / (p.run->name + ".log")).string();
     if (!options.quiet)
