@@ -43,6 +43,12 @@ struct RunData {
 // file is malformed.
 RunData load_run(const std::string& dir);
 
+// The run a table compares against: the one named `name`, else the first
+// DDP run, else the first. Throws std::invalid_argument for an unknown name.
+const RunData& reference_run(const std::vector<RunData>& runs, const std::string& name);
+// The first DDP run (for "communication reduction vs DDP"), or nullptr.
+const RunData* ddp_run(const std::vector<RunData>& runs);
+
 // Simulated seconds at the first evaluation after step 0 with loss <= target;
 // < 0 if none.
 double time_to_loss(const RunData& run, double target);

@@ -44,12 +44,8 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
   if (!spec.scaled.empty()) o << "**Scaled down.** " << spec.scaled << "\n\n";
   o << "**Command.** `" << spec.command << "` (preset `" << spec.preset << "`, runs in `" << dir << "/`)\n\n";
   if (!runs.empty()) {
-    const RunData* base = &runs.front();
-    for (const auto& r : runs)
-      if (r.name == spec.baseline) base = &r;
-    const RunData* ddp = nullptr;
-    for (const auto& r : runs)
-      if (r.strategy == "ddp" && !ddp) ddp = &r;
+    const RunData* base = &reference_run(runs, spec.baseline);
+    const RunData* ddp = ddp_run(runs);
     o << "| run | strategy | N | steps | final eval loss | vs " << base->name
       << " | sent per worker (MB) | reduction vs DDP | simulated time (s)";
     if (spec.target_loss > 0) o << " | time to loss " << format_number("%.3g", spec.target_loss) << " (s)";

@@ -132,13 +132,12 @@ std::string quote_arg(const std::string& a) {
   return "'" + a + "'";
 }
 
-std::map<std::string, std::string> expected_config(const SweepSpec& spec, const SweepRun& run, const std::string& dir,
-                                                   std::vector<std::string>& args) {
-  args = run.overrides;
+// The overrides `atoll train <preset>` gets for one run of the sweep in dir.
+std::vector<std::string> run_args(const SweepRun& run, const std::string& dir) {
+  std::vector<std::string> args = run.overrides;
   args.push_back("run.out_dir=" + dir);
   args.push_back("run.name=" + run.name);
-  Config cfg = load_config(spec.preset, args);
-  return flat_config(to_toml(cfg), "<" + run.name + ">");
+  return args;
 }
 
 // A folder an interrupted `atoll train` left: only replace what looks like one.
@@ -271,8 +270,8 @@ std::string sweep_dir(const SweepSpec& spec, const std::string& out_root) {
 }
 
 std::string finished_run_difference(const SweepSpec& spec, const SweepRun& run, const std::string& dir) {
-  std::vector<std::string> args;
-  const auto expected = expected_config(spec, run, dir, args);
+  Config cfg = load_config(spec.preset, run_args(run, dir));
+  const auto expected = flat_config(to_toml(cfg), "<" + run.name + ">");
   const auto done = load_run((fs::path(dir) / run.name).string()).config;
   for (const auto& [k, v] : expected) {
     auto it = done.find(k);
@@ -300,8 +299,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   for (const auto& run : spec.runs) {
     const fs::path dir = fs::path(outcome.dir) / run.name;
     outcome.run_dirs.push_back(dir.string());
-    std::vector<std::string> args;
-    expected_config(spec, run, outcome.dir, args);
+    std::vector<std::string> args = run_args(run, outcome.dir);
     if (fs::exists(dir / "summary.json")) {
       const std::string key = finished_run_difference(spec, run, outcome.dir);
       if (key.empty()) {

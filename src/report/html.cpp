@@ -48,24 +48,6 @@ std::string seconds(double s) {
   return format_number("%.1f s", s);
 }
 
-const RunData* find_baseline(const std::vector<RunData>& runs, const std::string& name) {
-  if (!name.empty()) {
-    for (const auto& r : runs)
-      if (r.name == name) return &r;
-    throw std::invalid_argument("report baseline '" + name + "' is not one of the runs");
-  }
-  for (const auto& r : runs)
-    if (r.strategy == "ddp") return &r;
-  return &runs.front();
-}
-
-const RunData* find_ddp(const std::vector<RunData>& runs, const RunData* baseline) {
-  if (baseline->strategy == "ddp") return baseline;
-  for (const auto& r : runs)
-    if (r.strategy == "ddp") return &r;
-  return nullptr;
-}
-
 std::string summary_table(const std::vector<RunData>& runs, const RunData& base, const RunData* ddp,
                           double target) {
   std::ostringstream o;
@@ -242,8 +224,8 @@ pre { background: #f8f8f8; padding: 10px; font-size: 12px; max-height: 300px; ov
 
 std::string html_report(const std::vector<RunData>& runs, const ReportOptions& options) {
   if (runs.empty()) throw std::invalid_argument("a report needs at least one run folder");
-  const RunData* base = find_baseline(runs, options.baseline);
-  const RunData* ddp = find_ddp(runs, base);
+  const RunData* base = &reference_run(runs, options.baseline);
+  const RunData* ddp = base->strategy == "ddp" ? base : ddp_run(runs);
   double target = options.target_loss;
   if (target <= 0)
     for (const auto& r : runs) target = std::max(target, r.final_val_loss);

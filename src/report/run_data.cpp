@@ -135,6 +135,23 @@ RunData load_run(const std::string& dir_text) {
   return run;
 }
 
+const RunData& reference_run(const std::vector<RunData>& runs, const std::string& name) {
+  if (runs.empty()) throw std::invalid_argument("no runs to compare");
+  if (!name.empty()) {
+    for (const auto& r : runs)
+      if (r.name == name) return r;
+    throw std::invalid_argument("baseline '" + name + "' is not one of the runs");
+  }
+  const RunData* ddp = ddp_run(runs);
+  return ddp ? *ddp : runs.front();
+}
+
+const RunData* ddp_run(const std::vector<RunData>& runs) {
+  for (const auto& r : runs)
+    if (r.strategy == "ddp") return &r;
+  return nullptr;
+}
+
 double time_to_loss(const RunData& run, double target) {
   // The evaluation before any training does not count as reaching it.
   for (size_t i = 0; i < run.eval_loss.size(); ++i)
