@@ -26,7 +26,8 @@ namespace {
 // Short flags that map onto config keys.
 const std::pair<const char*, const char*> kShortcuts[] = {
     {"strategy", "strategy.name"}, {"workers", "strategy.workers"}, {"steps", "train.steps"},
-    {"name", "run.name"},          {"seed", "run.seed"},            {"overwrite", "run.overwrite"}};
+    {"name", "run.name"},          {"seed", "run.seed"},            {"overwrite", "run.overwrite"},
+    {"resume", "run.resume"}};
 
 // torchrun's flags for a real run; each also comes from its environment variable.
 const char* const kDistFlags[] = {"rank", "world-size", "master-addr", "master-port", "dist-timeout",
@@ -55,7 +56,7 @@ std::vector<std::string> collect_overrides(const std::vector<std::string>& args,
       value = body.substr(eq + 1);
     } else {
       key = body;
-      if (key == "overwrite" || key == "dist-sync-ops") {  // switches
+      if (key == "overwrite" || key == "resume" || key == "dist-sync-ops") {  // switches
         value = "true";
       } else if (i + 1 < args.size()) {
         value = args[++i];
@@ -176,15 +177,16 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
     std::fflush(stdout);
     atl::RunSummary s = atl::train_distributed(cfg, dist, progress_hooks(cfg));
     if (leader) print_done(s);
-    return 0;
+    return s.stopped_at >= 0 && s.stopped_by_signal ? 130 : 0;
   }
   if (const std::string note = atl::blas_kernel_warning(); !note.empty())
     std::fprintf(stderr, "atoll: note: %s\n", note.c_str());
   std::printf("atoll train: %s, %lld worker(s), %lld steps, model %s -> %s/%s\n", cfg.strategy.name.c_str(),
               (long long)cfg.strategy.workers, (long long)cfg.train.steps, cfg.model.kind.c_str(),
               cfg.run.out_dir.c_str(), cfg.run.name.c_str());
-  print_done(atl::train(cfg, progress_hooks(cfg)));
-  return 0;
+  const atl::RunSummary s = atl::train(cfg, progress_hooks(cfg));
+  print_done(s);
+  return s.stopped_at >= 0 && s.stopped_by_signal ? 130 : 0;  // 130: as a shell reports SIGINT
 }
 
 int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, atl::SweepOptions opts) {
@@ -229,6 +231,12 @@ int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, 
 }
 
 void print_done(const atl::RunSummary& s) {
+  if (s.stopped_at >= 0) {
+    std::printf("stopped after step %lld%s; checkpoint: %s\ncontinue with the same command and --resume\n",
+                (long long)s.stopped_at, s.stopped_by_signal ? " (signal)" : " (run.stop_at)",
+                s.checkpoint.empty() ? "(none: no run folder)" : s.checkpoint.c_str());
+    return;
+  }
   std::printf(
       "done: final val loss %.4f (ppl %.3f), train loss %.4f, %lld params, %.0f tok/s, %.3g model FLOP/s, "
       "wall %s, simulated %s, utilisation %.1f%%, sent per worker %s\nrun folder: %s\n",

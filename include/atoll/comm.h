@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "atoll/net.h"
+#include "atoll/state.h"
 
 namespace atl {
 
@@ -62,6 +63,9 @@ class Ledger {
   // Sent bytes recorded since the previous call (for per-step metrics).
   double take_sent_since_mark();
   double take_received_since_mark();
+  // Checkpoints: every entry (totals are re-summed in the same order, so
+  // they come back bitwise equal) and the marks.
+  void visit_state(StateVisitor& v);
 
  private:
   std::vector<LedgerEntry> entries_;
@@ -81,6 +85,10 @@ class Work {
       : comm_(comm), completion_(completion_time), complete_(std::move(complete)) {}
   void wait();
   bool pending() const { return comm_ != nullptr; }
+  // Checkpoints: finishes a real backend's transfer now (the data are then
+  // final) and saves or restores what stays pending: the simulated
+  // completion time the clock is charged at wait().
+  void visit_state(StateVisitor& v, const std::string& name, class Communicator& comm);
 
  private:
   class Communicator* comm_ = nullptr;
@@ -138,6 +146,8 @@ class Communicator {
   }
   CollectiveAlgo algorithm() const { return algo_; }
   VirtualClock* clock() { return clock_; }
+  // Checkpoints: the ledger and the op counter that seeds network jitter.
+  void visit_state(StateVisitor& v);
 
  protected:
   Communicator(int64_t rank, int64_t size, CollectiveAlgo algo)

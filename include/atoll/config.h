@@ -31,6 +31,10 @@ struct RunConfig {
   bool overwrite = false;         // replace an existing run folder
   bool progress = true;           // live progress line when stdout is a terminal
   int64_t threads = 0;            // intra-op threads in total; 0 = all cores
+  int64_t checkpoint_every = 0;   // K: checkpoint every K steps (0 = only when stopped early)
+  int64_t keep_checkpoints = 3;   // newest checkpoints kept in <run>/checkpoints
+  bool resume = false;            // continue <out_dir>/<name> from its newest complete checkpoint
+  int64_t stop_at = 0;            // stop after this step as on SIGTERM (checkpoint, exit); 0 = never
 };
 
 struct DataConfig {

@@ -122,6 +122,10 @@ class TokenBatchSampler {
                     uint64_t seed);
   // x: (B, T) int64 inputs, y: (B, T) int64 targets (x shifted by one).
   void next(int64_t batch_size, at::Tensor& x, at::Tensor& y);
+  // The generator's position (checkpoints): set_state(state()) continues
+  // with the same batches.
+  uint64_t state() const { return state_; }
+  void set_state(uint64_t s) { state_ = s; }
 
  private:
   const TokenSplit& split_;
@@ -161,6 +165,8 @@ class MnistBatchSampler {
   MnistBatchSampler(const MnistSplit& split, std::vector<int64_t> indices, uint64_t seed);
   // x: (B, 1, 28, 28) float in [0, 1], y: (B) int64.
   void next(int64_t batch_size, at::Tensor& x, at::Tensor& y);
+  uint64_t state() const { return state_; }
+  void set_state(uint64_t s) { state_ = s; }
 
  private:
   const MnistSplit& split_;

@@ -89,6 +89,12 @@ class VirtualClock {
   void advance_compute(double seconds);
   // Waits for an event finishing at simulated time `t` (no-op if already past).
   void wait_until(double t);
+  // Checkpoints: restores a saved clock.
+  void restore(double now, double compute, double blocked) {
+    now_ = now;
+    compute_ = compute;
+    blocked_ = blocked;
+  }
 
  private:
   double now_ = 0, compute_ = 0, blocked_ = 0;

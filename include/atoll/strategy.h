@@ -17,6 +17,7 @@
 
 #include "atoll/comm.h"
 #include "atoll/config.h"
+#include "atoll/state.h"
 
 namespace atl {
 
@@ -37,6 +38,11 @@ class Strategy {
   // Method-specific counters for the metrics (e.g. SPARTA's exchanges so
   // far). Read by the driver only while the worker is parked.
   virtual std::map<std::string, double> stats() const { return {}; }
+  // Saves or restores everything the method carries from step to step
+  // (inner optimizer, global model, outer moments, in-flight averages,
+  // error-feedback residuals, counters), between steps, for checkpoints.
+  // Resuming from it continues bitwise like the run that never stopped.
+  virtual void visit_state(StateVisitor& v) = 0;
 };
 
 // Builds the strategy named by cfg.strategy.name for one worker.

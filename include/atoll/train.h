@@ -49,6 +49,9 @@ struct RunSummary {
   double network_model_seconds = 0;  // per worker: the network model's time for its ops
   double comm_wall_seconds = -1;     // per worker, measured (real runs; < 0 when simulated)
   std::vector<std::string> events; // every metrics event as one JSON line
+  int64_t stopped_at = -1;         // >= 0: stopped early (signal or run.stop_at) after this step
+  std::string checkpoint;          // the checkpoint folder written when it stopped early
+  bool stopped_by_signal = false;  // SIGINT/SIGTERM rather than run.stop_at
 };
 
 // Runs cfg end to end: creates runs/<name>/ (refusing to replace an existing

@@ -61,6 +61,31 @@ void Work::wait() {
   comm->finish(completion_);
 }
 
+void Work::visit_state(StateVisitor& v, const std::string& name, Communicator& comm) {
+  StateVisitor::Scope scope(v, name);
+  bool pending = comm_ != nullptr;
+  if (!v.loading() && complete_) {
+    auto complete = std::move(complete_);
+    complete_ = nullptr;
+    complete();
+  }
+  v.flag("pending", pending);
+  v.real("completion", completion_);
+  if (v.loading()) {
+    comm_ = pending ? &comm : nullptr;
+    complete_ = nullptr;
+  }
+}
+
+void Communicator::visit_state(StateVisitor& v) {
+  StateVisitor::Scope scope(v, "comm");
+  int64_t ops = static_cast<int64_t>(op_index_);
+  v.integer("op_index", ops);
+  op_index_ = static_cast<uint64_t>(ops);
+  StateVisitor::Scope ledger(v, "ledger");
+  ledger_.visit_state(v);
+}
+
 double Communicator::arrival_time() const { return clock_ != nullptr ? clock_->now() : 0.0; }
 
 double Communicator::record(CommOp op, const std::string& tag, double payload, bool is_root,

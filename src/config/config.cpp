@@ -108,6 +108,13 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("run.overwrite", c.run.overwrite, "replace an existing run folder of the same name"),
       field("run.progress", c.run.progress, "live progress line when stdout is a terminal"),
       field("run.threads", c.run.threads, "intra-op threads in total (0 = all cores)"),
+      field("run.checkpoint_every", c.run.checkpoint_every,
+            "K: write a checkpoint every K steps (0 = only when stopped early by a signal or run.stop_at)"),
+      field("run.keep_checkpoints", c.run.keep_checkpoints, "newest checkpoints kept in <run>/checkpoints"),
+      field("run.resume", c.run.resume,
+            "continue <out_dir>/<name> from its newest complete checkpoint (same config required)"),
+      field("run.stop_at", c.run.stop_at,
+            "stop after this step as on SIGTERM: checkpoint and exit, to resume later (0 = run to the end)"),
 
       field("data.dataset", c.data.dataset,
             "brown | text | bin | mnist (text: a folder made by `atoll prepare`, tokenizer chosen there)"),
@@ -385,6 +392,12 @@ std::vector<std::string> validate(const Config& c) {
            c.run.name != "..",
        "run.name must be a non-empty folder name without '/'");
   need(c.run.threads >= 0, "run.threads must be >= 0 (0 = all cores)");
+  need(c.run.checkpoint_every >= 0, "run.checkpoint_every must be >= 0 (0 = only when stopped early)");
+  need(c.run.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1");
+  need(c.run.stop_at >= 0 && c.run.stop_at < std::max<int64_t>(c.train.steps, 1),
+       "run.stop_at must be in [0, train.steps) (0 = run to the end)");
+  need(!(c.run.resume && c.run.overwrite), "run.resume and run.overwrite exclude each other: resume continues "
+                                          "the run folder, overwrite replaces it");
   enum_check("data.dataset", c.data.dataset, {"brown", "text", "bin", "mnist"});
   enum_check("data.shard", c.data.shard, {"iid", "noniid"});
   need(c.data.vocab_size >= 0 && c.data.vocab_size <= 65536,

@@ -1,6 +1,9 @@
 // Whole-file reads and atomic writes shared by the data sources.
 #include "atoll/data.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -32,34 +35,42 @@ namespace fs = std::filesystem;
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   const fs::path target(path);
-  if (target.has_parent_path()) {
-    std::error_code ec;
-    fs::create_directories(target.parent_path(), ec);
-    if (ec)
-      throw std::runtime_error("cannot create folder " + target.parent_path().string() + ": " +
-                               ec.message());
-  }
-  // Same folder as the target so the rename stays on one file system.
-  const fs::path tmp = target.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignore;
-      fs::remove(tmp, ignore);
-      throw std::runtime_error("error while writing " + tmp.string() + " (disk full?)");
-    }
-  }
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) throw std::runtime_error("cannot create folder " + folder.string() + ": " + ec.message());
+  // Same folder as the target so the rename stays on one file system. The
+  // data reach the disk (fsync) before the rename, and the rename before we
+  // return (fsync of the folder): a crash at any moment leaves either the
+  // old file or the new one, never a torn one.
+  const fs::path tmp = target.string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  auto fail = [&](const std::string& what) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    std::error_code ignore;
+    fs::remove(tmp, ignore);
+    throw std::runtime_error(what + " " + tmp.string() + ": " + why);
+  };
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("error while writing (disk full?)");
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("cannot flush");
+  ::close(fd);
   fs::rename(tmp, target, ec);
   if (ec) {
     std::error_code ignore;
     fs::remove(tmp, ignore);
-    throw std::runtime_error("cannot rename " + tmp.string() + " to " + path + ": " +
-                             ec.message());
+    throw std::runtime_error("cannot rename " + tmp.string() + " to " + path + ": " + ec.message());
+  }
+  const int dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
   }
 }
 

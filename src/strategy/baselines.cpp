@@ -42,4 +42,13 @@ void LocalSgdStrategy::step(int64_t t, double lr) {
   assign_values(theta, params_);
 }
 
+void SingleStrategy::visit_state(StateVisitor& v) { inner_.visit_state(v); }
+
+void DdpStrategy::visit_state(StateVisitor& v) {
+  inner_.visit_state(v);
+  codec_.visit_state(v);
+}
+
+void LocalSgdStrategy::visit_state(StateVisitor& v) { inner_.visit_state(v); }
+
 }  // namespace atl

@@ -25,6 +25,7 @@ class SingleStrategy : public Strategy {
  public:
   SingleStrategy(const Config& cfg, std::vector<at::Tensor> params);
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
 
  private:
   InnerOptimizer inner_;
@@ -42,6 +43,7 @@ class DdpStrategy : public Strategy {
  public:
   DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
 
  private:
   std::vector<at::Tensor> params_;
@@ -54,6 +56,7 @@ class LocalSgdStrategy : public Strategy {
  public:
   LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
 
  private:
   std::vector<at::Tensor> params_;

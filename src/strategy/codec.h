@@ -34,6 +34,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "atoll/state.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -88,6 +90,7 @@ class ErrorFeedback {
   const at::Tensor& residual() const { return residual_; }
   const Codec& codec() const { return *codec_; }
   void reset() { residual_ = at::Tensor(); }
+  void visit_state(StateVisitor& v) { v.optional_tensor("residual", residual_); }
 
  private:
   std::unique_ptr<Codec> codec_;

@@ -54,6 +54,8 @@ DemoStrategy::DemoStrategy(const Config& cfg, std::vector<at::Tensor> params, Co
   send_ = at::empty({payload_bytes_}, at::kByte);
 }
 
+void DemoStrategy::visit_state(StateVisitor& v) { v.tensors("momentum", momentum_); }
+
 void DemoStrategy::step(int64_t, double lr) {
   at::NoGradGuard no_grad;
   clip_gradients(params_, grad_clip_);

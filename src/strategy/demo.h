@@ -37,6 +37,7 @@ class DemoStrategy : public Strategy {
  public:
   DemoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
   // demo_payload_bytes (s above), demo_coefficients (sent per step) and
   // demo_bytes_per_param (s / P).
   std::map<std::string, double> stats() const override;

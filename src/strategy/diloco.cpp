@@ -48,6 +48,15 @@ void OuterSync::reset_global() {
   outer_steps_ = 0;
 }
 
+void OuterSync::visit_state(StateVisitor& v) {
+  StateVisitor::Scope scope(v, "outer");
+  v.tensor("global", global_);  // in place: global_views_ stay views of it
+  v.tensor("momentum", momentum_);
+  v.optional_tensor("second_moment", second_moment_);
+  v.integer("outer_steps", outer_steps_);
+  codec_.visit_state(v);
+}
+
 DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
     : params_(params),
       comm_(comm),
@@ -65,6 +74,12 @@ void DiLoCoStrategy::step(int64_t t, double lr) {
   }
   inner_.step(lr);
   if ((t + 1) % inner_steps_ == 0) outer_.sync();
+}
+
+void DiLoCoStrategy::visit_state(StateVisitor& v) {
+  inner_.visit_state(v);
+  outer_.visit_state(v);
+  grad_codec_.visit_state(v);
 }
 
 }  // namespace atl

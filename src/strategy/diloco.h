@@ -36,6 +36,7 @@ class OuterSync {
   // theta_g <- the worker's current parameters (after a DDP warm-up).
   void reset_global();
   const std::vector<at::Tensor>* global_params() const { return &global_views_; }
+  void visit_state(StateVisitor& v);
 
  private:
   std::vector<at::Tensor> params_;
@@ -53,6 +54,7 @@ class DiLoCoStrategy : public Strategy {
  public:
   DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
 
  private:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "atoll/config.h"
+#include "atoll/state.h"
 
 namespace torch {
 namespace optim {
@@ -30,6 +31,8 @@ class InnerOptimizer {
   // with learning rate `lr`, then zeroes the gradients.
   void step(double lr);
   torch::optim::Optimizer& optimizer() { return *opt_; }
+  // Checkpoints: AdamW's per-parameter step count and moments (SGD keeps none).
+  void visit_state(StateVisitor& v);
 
  private:
   OptimConfig cfg_;

@@ -32,4 +32,10 @@ void NoLoCoStrategy::sync(int64_t round) {
   assign_values(phi_, params_);
 }
 
+void NoLoCoStrategy::visit_state(StateVisitor& v) {
+  inner_.visit_state(v);
+  v.tensor("phi", phi_);
+  v.tensor("momentum", momentum_);
+}
+
 }  // namespace atl

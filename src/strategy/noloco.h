@@ -24,6 +24,7 @@ class NoLoCoStrategy : public Strategy {
  public:
   NoLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
 
  private:
   void sync(int64_t round);

@@ -61,4 +61,12 @@ std::map<std::string, double> PalsgdStrategy::stats() const {
   return {{"palsgd_pseudo_sync_steps", double(pseudo_steps_)}, {"palsgd_local_steps", double(local_steps_)}};
 }
 
+void PalsgdStrategy::visit_state(StateVisitor& v) {
+  inner_.visit_state(v);
+  outer_.visit_state(v);
+  grad_codec_.visit_state(v);
+  v.integer("pseudo_steps", pseudo_steps_);
+  v.integer("local_steps", local_steps_);
+}
+
 }  // namespace atl

@@ -30,6 +30,7 @@ class PalsgdStrategy : public Strategy {
   PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
   bool needs_gradient(int64_t t) const override { return !pseudo_sync(t); }
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
   std::map<std::string, double> stats() const override;
 

@@ -32,6 +32,10 @@ class PayloadCodec {
   bool lossless() const { return codec_ == nullptr; }
   bool sparse() const { return sparse_; }
   const std::string& name() const { return name_; }
+  // Checkpoints: the error-feedback residual (the only state a codec keeps).
+  void visit_state(StateVisitor& v) {
+    if (feedback_) feedback_->visit_state(v);
+  }
 
  private:
   std::string name_;

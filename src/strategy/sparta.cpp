@@ -291,6 +291,31 @@ std::map<std::string, double> SparseAverager::stats() const {
           {"sparta_fraction", exchanges_ > 0 ? selected_ / (double(exchanges_) * double(total_params_)) : 0.0}};
 }
 
+void SparseAverager::visit_state(StateVisitor& v) {
+  StateVisitor::Scope scope(v, "sparse");
+  size_t n = in_flight_.size();
+  v.count("in_flight", n);
+  if (v.loading()) in_flight_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    InFlight& f = in_flight_[i];
+    StateVisitor::Scope entry(v, "in_flight." + std::to_string(i));
+    v.integer("apply_at", f.apply_at);
+    v.integers("selection.begin", f.selection.begin);
+    v.integers("selection.index", f.selection.index);
+    // Saving first mixes what has arrived into f.values; loading points the
+    // mix at the loaded values.
+    if (!v.loading()) f.mix.visit_state(v, mixer_.comm(), f.values);
+    v.tensor("values", f.values);
+    v.optional_tensor("sent", f.sent);
+    if (v.loading()) f.mix.visit_state(v, mixer_.comm(), f.values);
+  }
+  v.integer("exchanges", exchanges_);
+  v.integer("skipped", skipped_);
+  v.integer("applied", applied_);
+  v.real("selected", selected_);
+  codec_.visit_state(v);
+}
+
 SpartaStrategy::SpartaStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
     : inner_(cfg.optim, params), sparse_(cfg, params, comm) {}
 
@@ -310,6 +335,17 @@ void SpartaDiLoCoStrategy::step(int64_t t, double lr) {
   inner_.step(lr);
   sparse_.after_step(t);
   if ((t + 1) % inner_steps_ == 0) outer_.sync();
+}
+
+void SpartaStrategy::visit_state(StateVisitor& v) {
+  inner_.visit_state(v);
+  sparse_.visit_state(v);
+}
+
+void SpartaDiLoCoStrategy::visit_state(StateVisitor& v) {
+  inner_.visit_state(v);
+  sparse_.visit_state(v);
+  outer_.visit_state(v);
 }
 
 }  // namespace atl

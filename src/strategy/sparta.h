@@ -74,6 +74,7 @@ class SparseAverager {
   // Exchanges if step t is due, then applies every average due by step t.
   void after_step(int64_t t);
   std::map<std::string, double> stats() const;
+  void visit_state(StateVisitor& v);
 
  private:
   struct InFlight {
@@ -102,6 +103,7 @@ class SpartaStrategy : public Strategy {
  public:
   SpartaStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
   std::map<std::string, double> stats() const override { return sparse_.stats(); }
 
  private:
@@ -113,6 +115,7 @@ class SpartaDiLoCoStrategy : public Strategy {
  public:
   SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
   std::map<std::string, double> stats() const override { return sparse_.stats(); }
 

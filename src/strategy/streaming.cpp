@@ -109,4 +109,18 @@ std::map<std::string, double> StreamingDiLoCoStrategy::stats() const {
   return {{"streaming_fragment_syncs", syncs}, {"streaming_fragments", double(fragments_.size())}};
 }
 
+void StreamingDiLoCoStrategy::visit_state(StateVisitor& v) {
+  inner_.visit_state(v);
+  v.tensors("global", global_);
+  v.tensors("momentum", momentum_);
+  for (size_t i = 0; i < fragments_.size(); ++i) {
+    Fragment& f = fragments_[i];
+    StateVisitor::Scope scope(v, "fragment." + std::to_string(i));
+    v.optional_tensor("delta", f.delta);  // in flight between prepare and perform
+    f.work.visit_state(v, "work", comm_);
+    v.integer("syncs", f.syncs);
+    f.codec->visit_state(v);
+  }
+}
+
 }  // namespace atl

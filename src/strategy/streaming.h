@@ -42,6 +42,7 @@ class StreamingDiLoCoStrategy : public Strategy {
   StreamingDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
                           const std::vector<std::string>& names);
   void step(int64_t t, double lr) override;
+  void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return &global_; }
   std::map<std::string, double> stats() const override;
 

@@ -88,6 +88,23 @@ void PendingMix::wait() {
   if (!pending_) return;
   pending_ = false;
   work_.wait();
+  mix_received();
+}
+
+void PendingMix::visit_state(StateVisitor& v, Communicator& comm, const at::Tensor& target) {
+  work_.visit_state(v, "work", comm);  // saving finishes a real backend's transfer first
+  if (!v.loading()) mix_received();
+  v.flag("pending", pending_);
+  if (v.loading()) {
+    target_ = target;
+    own_ = at::Tensor();
+    received_.clear();
+    peers_.clear();
+    rank_ = comm.rank();
+  }
+}
+
+void PendingMix::mix_received() {
   if (!own_.defined()) return;  // global: the all-reduce wrote the mean in place
   // Sum in rank order so every member of a group gets bitwise the same mean.
   std::vector<std::pair<int64_t, const at::Tensor*>> members{{rank_, &own_}};

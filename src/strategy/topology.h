@@ -37,8 +37,13 @@ class PendingMix {
  public:
   PendingMix() = default;
   void wait();
+  // Checkpoints: mixes what has arrived into the target now (the data are
+  // final; only the clock charge stays pending) and saves or restores the
+  // rest. `target` is the tensor the mix writes into (restores the alias).
+  void visit_state(StateVisitor& v, Communicator& comm, const at::Tensor& target);
 
  private:
+  void mix_received();
   friend class Mixer;
   bool pending_ = false;
   Work work_;
@@ -65,6 +70,7 @@ class Mixer {
   }
   // The ranks this rank mixes with at `round` (empty for Global: everyone).
   std::vector<int64_t> peers(int64_t round) const;
+  Communicator& comm() const { return comm_; }
 
  private:
   Topology topology_;

@@ -57,6 +57,8 @@ class Cluster {
   // End of an observation: real runs wait here so the leader's evaluation is
   // not measured as the others' communication time.
   virtual void observed() {}
+  // Observer collective: whether any process passed true (also a barrier).
+  virtual bool any(bool mine) = 0;
   // Measured wall time rank `rank` spent in collectives (0 when simulated).
   virtual double measured_comm_seconds(int64_t rank) const = 0;
   // A worker failed: release the others (simulate) or tell the peers (real).

@@ -21,6 +21,8 @@ class TokenStream : public DataSource::Stream {
     sampler_.next(batch_size, b.first, b.second);
     return b;
   }
+  uint64_t position() const override { return sampler_.state(); }
+  void seek(uint64_t position) override { sampler_.set_state(position); }
 
  private:
   TokenBatchSampler sampler_;
@@ -35,6 +37,8 @@ class MnistStream : public DataSource::Stream {
     sampler_.next(batch_size, b.first, b.second);
     return b;
   }
+  uint64_t position() const override { return sampler_.state(); }
+  void seek(uint64_t position) override { sampler_.set_state(position); }
 
  private:
   MnistBatchSampler sampler_;

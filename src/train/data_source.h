@@ -28,6 +28,9 @@ class DataSource {
    public:
     virtual ~Stream() = default;
     virtual Batch next(int64_t batch_size) = 0;
+    // Checkpoints: the position in the stream.
+    virtual uint64_t position() const = 0;
+    virtual void seek(uint64_t position) = 0;
   };
   std::unique_ptr<Stream> stream(int64_t worker, int64_t workers, uint64_t seed) const;
   const std::vector<Batch>& eval_batches() const { return eval_batches_; }

@@ -3,13 +3,17 @@
 // group's raw collectives, outside the ledger and the simulated clock.
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include "atoll/dist.h"
+#include "train/checkpoint.h"
 #include "train/cluster.h"
 #include "train/driver.h"
 #include "train/metrics.h"
+#include "train/stop_signal.h"
 #include "train/threads.h"
 
 namespace atl {
@@ -53,6 +57,11 @@ class RealCluster final : public Cluster {
   }
 
   void observed() override { group_.raw_barrier(); }
+  bool any(bool mine) override {
+    for (const auto& s : group_.raw_all_gather_strings(mine ? "1" : "0"))
+      if (s == "1") return true;
+    return false;
+  }
   double measured_comm_seconds(int64_t) const override { return group_.measured_comm_seconds(); }
   void abort(const std::string& why) override { group_.report_failure(why); }
 
@@ -74,31 +83,57 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
   auto group = connect_gloo(opts, parse_algorithm(cfg.network.algorithm), to_toml(resolved));
   const bool leader = group->rank() == 0;
 
-  // Rank 0 alone owns the run folder; the others learn whether it could.
-  std::filesystem::path dir;
-  std::string status = "ok";
-  if (leader) {
-    try {
-      dir = create_run_folder(cfg);
-    } catch (const std::exception& e) {
-      status = e.what();
+  // Rank 0 alone owns the run folder and its metrics; every rank keeps its
+  // own worker's checkpoints under it (on its own host's disk).
+  CheckpointPlan plan;
+  plan.run_dir = std::filesystem::path(cfg.run.out_dir) / cfg.run.name;
+  const std::vector<std::string> parts =
+      leader ? std::vector<std::string>{"driver", worker_part(0)} : std::vector<std::string>{worker_part(group->rank())};
+  std::string status = "ok", steps;
+  try {
+    if (!cfg.run.resume) {
+      if (leader) create_run_folder(cfg);
+    } else {
+      if (leader) find_resume_step(cfg, plan.run_dir, parts);  // the folder's config and rank 0's files
+      for (int64_t s : CheckpointStore(plan.run_dir).complete_steps(parts)) steps += std::to_string(s) + ",";
     }
+  } catch (const std::exception& e) {
+    status = e.what();
   }
-  const std::string rank0_status = group->raw_all_gather_strings(status).at(0);
-  if (rank0_status != "ok")
-    throw std::runtime_error(leader ? rank0_status : "rank 0 could not start the run: " + rank0_status);
-
-  MetricsLog log(leader ? dir.string() : "");
+  // The others learn whether rank 0 could start; a resumed run continues
+  // from the newest checkpoint every rank holds intact.
+  const auto statuses = group->raw_all_gather_strings(status);
+  for (size_t r = 0; r < statuses.size(); ++r)
+    if (statuses[r] != "ok")
+      throw std::runtime_error(int64_t(r) == group->rank() ? statuses[r]
+                                                           : "rank " + std::to_string(r) + " could not start the run: " +
+                                                                 statuses[r]);
+  std::unique_ptr<MetricsLog> log;
+  if (cfg.run.resume) {
+    std::map<int64_t, int64_t> holders;  // step -> ranks holding it
+    const auto lists = group->raw_all_gather_strings(steps);
+    for (const auto& list : lists)
+      for (size_t start = 0, end; (end = list.find(',', start)) != std::string::npos; start = end + 1)
+        ++holders[std::stoll(list.substr(start, end - start))];
+    for (const auto& [step, count] : holders)
+      if (count == int64_t(lists.size())) plan.resume_step = std::max(plan.resume_step, step);
+    if (plan.resume_step < 0)
+      throw std::runtime_error("cannot resume '" + plan.run_dir.string() +
+                               "': no checkpoint step is intact on every rank; start again with --run.overwrite=true");
+    if (leader) log = reopen_for_resume(plan.run_dir, plan.resume_step);
+  }
+  if (!log) log = std::make_unique<MetricsLog>(leader ? plan.run_dir.string() : "");
   RealCluster cluster(*group);
   // Ranks on one host share its cores like simulated workers do.
   const int64_t local_ranks = opts.local_world_size > 0 ? opts.local_world_size : opts.world_size;
-  RunSummary s = run_on_cluster(cfg, cluster, log, leader ? hooks : TrainHooks{},
-                                threads_per_worker(cfg.run.threads, local_ranks));
+  StopSignalScope signals;
+  RunSummary s = run_on_cluster(cfg, cluster, *log, leader ? hooks : TrainHooks{},
+                                threads_per_worker(cfg.run.threads, local_ranks), plan);
   group->finish();
   if (leader) {
-    s.events = log.lines();
-    s.run_dir = dir.string();
-    write_summary(dir, s);
+    s.events = log->lines();
+    s.run_dir = plan.run_dir.string();
+    if (s.stopped_at < 0) write_summary(plan.run_dir, s);
   }
   return s;
 }

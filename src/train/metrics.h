@@ -14,6 +14,13 @@ class MetricsLog {
  public:
   // `dir` empty: keep events in memory only.
   explicit MetricsLog(const std::string& dir);
+  // Continues the metrics of `dir` after a checkpoint: both files are cut
+  // back to the sizes they had then (dropping events logged after it) and
+  // appended to; lines() starts with the kept events.
+  MetricsLog(const std::string& dir, uint64_t jsonl_bytes, uint64_t csv_bytes);
+  // Bytes written to metrics.jsonl and metrics.csv so far (checkpoints).
+  uint64_t jsonl_bytes() const { return jsonl_bytes_; }
+  uint64_t csv_bytes() const { return csv_bytes_; }
   void write(const nlohmann::json& event);
   const std::vector<std::string>& lines() const { return lines_; }
 
@@ -23,6 +30,7 @@ class MetricsLog {
  private:
   std::vector<std::string> lines_;
   std::ofstream jsonl_, csv_;
+  uint64_t jsonl_bytes_ = 0, csv_bytes_ = 0;
 };
 
 }  // namespace atl

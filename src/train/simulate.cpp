@@ -19,12 +19,15 @@
 #include "atoll/net.h"
 #include "atoll/strategy.h"
 #include "atoll/train.h"
+#include "atoll/report.h"
+#include "train/checkpoint.h"
 #include "train/cluster.h"
 #include "train/correlation.h"
 #include "train/driver.h"
 #include "train/data_source.h"
 #include "train/metrics.h"
 #include "train/rendezvous.h"
+#include "train/stop_signal.h"
 #include "train/threads.h"
 
 namespace atl {
@@ -51,7 +54,8 @@ struct WorkerSlot {
   std::shared_ptr<Model> model;
   std::vector<at::Tensor> params;
   const std::vector<at::Tensor>* global = nullptr;  // strategy's global model, if any
-  const Strategy* strategy = nullptr;
+  Strategy* strategy = nullptr;                     // owned by the worker loop
+  DataSource::Stream* stream = nullptr;             // owned by the worker loop
   VirtualClock clock;
   Communicator* comm = nullptr;
   double loss_sum = 0;
@@ -93,8 +97,10 @@ std::string parameter_hash(const std::vector<at::Tensor>& tensors) {
 class Driver {
  public:
   Driver(const Config& cfg, Cluster& cluster, MetricsLog& log, const TrainHooks& hooks,
-         int64_t threads_per_worker_hint)
+         int64_t threads_per_worker_hint, const CheckpointPlan& plan)
       : cfg_(cfg),
+        plan_(plan),
+        store_(plan.run_dir),
         cluster_(cluster),
         log_(log),
         hooks_(hooks),
@@ -119,12 +125,20 @@ class Driver {
     params_ = eval_model_->num_params();
     flops_per_token_ = eval_model_->flops_per_token();
     tokens_per_step_ = cfg.train.batch_size * eval_model_->tokens_per_example();
+    trajectory_ = trajectory_config(cfg);
+    if (resuming() && cluster.is_leader()) {
+      const CheckpointRecords records = store_.read(plan.resume_step, "driver");
+      StateReader reader(records, store_.file(plan.resume_step, "driver").string());
+      visit_meta(reader, plan.resume_step, -1);
+      visit_observer(reader);
+      reader.expect_all_read();
+    }
   }
 
   RunSummary run() {
     tune_allocator();
     start_ = Clock::now();
-    if (cluster_.is_leader()) write_start_event();
+    if (cluster_.is_leader() && !resuming()) write_start_event();
     if (slots_.size() == 1) {
       guarded_worker(slots_[0]);  // a real rank: its worker runs on this thread
     } else {
@@ -133,6 +147,10 @@ class Driver {
       for (auto& t : threads) t.join();
     }
     if (first_error_) std::rethrow_exception(first_error_);
+    summary_.stopped_at = stopped_at_;
+    summary_.stopped_by_signal = stopped_at_ >= 0 && stop_requested();
+    if (stopped_at_ >= 0 && !plan_.run_dir.empty())
+      summary_.checkpoint = store_.file(stopped_at_, "driver").parent_path().string();
     return summary_;
   }
 
@@ -167,6 +185,9 @@ class Driver {
     auto strategy = make_strategy(cfg_, slot.params, comm, names);
     slot.global = strategy->global_params();
     slot.strategy = strategy.get();
+    slot.stream = stream.get();
+    const int64_t first_step = resuming() ? plan_.resume_step : 0;
+    if (resuming()) load_worker(slot);
     slot.model->train();
     const bool flops_mode = cfg_.network.compute_time == "flops";
     const double modelled_step =
@@ -180,8 +201,8 @@ class Driver {
       return seconds_since(from) - (cluster_.measured_comm_seconds(w) - comm_before);
     };
 
-    observe_at(0);
-    for (int64_t t = 0; t < cfg_.train.steps; ++t) {
+    if (!resuming()) observe_at(0);
+    for (int64_t t = first_step; t < cfg_.train.steps; ++t) {
       comm.set_step(t);
       const Clock::time_point wall0 = Clock::now();
       const double comm0 = cluster_.measured_comm_seconds(w);
@@ -189,7 +210,7 @@ class Driver {
         // No batch drawn, no compute charged: only the strategy's own update.
         strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
         slot.compute_wall += wall_compute(wall0, comm0);
-        observe_at(t + 1);
+        if (observe_at(t + 1)) break;
         continue;
       }
       double t0 = 0, t1 = 0;
@@ -212,8 +233,10 @@ class Driver {
                                  " at step " + std::to_string(t + 1) + "; lower optim.lr");
       slot.loss_sum += l;
       slot.loss_count += 1;
-      observe_at(t + 1);
+      if (observe_at(t + 1)) break;
     }
+    slot.strategy = nullptr;  // the objects die with this frame
+    slot.stream = nullptr;
   }
 
   bool is_eval_step(int64_t step) const {
@@ -229,13 +252,121 @@ class Driver {
                         is_correlation_step(step));
   }
 
-  void observe_at(int64_t step) {
-    const bool eval = is_eval_step(step), log = is_log_step(step);
-    if (!eval && !log) return;
+  bool is_checkpoint_step(int64_t step) const {
+    if (step >= cfg_.train.steps) return false;  // the run is complete: nothing to resume
+    const int64_t every = cfg_.run.checkpoint_every;
+    return step > 0 && ((every > 0 && step % every == 0) || step == cfg_.run.stop_at);
+  }
+
+  // Parks this worker at an observation step (log, eval or checkpoint);
+  // the last local worker to arrive runs the observer. Returns true when the
+  // run stops here (a signal, or run.stop_at): every worker of every
+  // process gets the same answer, after the checkpoint is written.
+  bool observe_at(int64_t step) {
+    const bool eval = is_eval_step(step), log = is_log_step(step), checkpoint = is_checkpoint_step(step);
+    if (!eval && !log && !checkpoint) return false;
     cluster_.meet([&] {
-      observe(step, log, eval);
+      if (eval || log) observe(step, log, eval);
+      // Every process takes part in the same observer collectives.
+      const bool stop = step < cfg_.train.steps &&
+                        cluster_.any((cfg_.run.stop_at > 0 && step == cfg_.run.stop_at) || stop_requested());
+      if (checkpoint || stop) write_checkpoint(step);
+      if (stop) stopped_at_ = step;
       cluster_.observed();
     });
+    return stopped_at_ >= 0;
+  }
+
+  bool resuming() const { return plan_.resume_step >= 0; }
+
+  // What identifies a run's checkpoint: its step, the worker, and the
+  // settings that shape the trajectory.
+  void visit_meta(StateVisitor& v, int64_t step, int64_t rank) {
+    int64_t saved_step = step, saved_rank = rank;
+    std::string config = trajectory_;
+    v.integer("meta.step", saved_step);
+    v.integer("meta.rank", saved_rank);
+    v.text("meta.config", config);
+    if (!v.loading()) return;
+    if (config != trajectory_)
+      throw CheckpointError("the checkpoint of step " + std::to_string(step) + " was written with other settings: " +
+                            config_difference(config, trajectory_) +
+                            "; resume with the settings it was written with, or start a new run");
+    if (saved_step != step || saved_rank != rank)
+      throw CheckpointError("checkpoint file of step " + std::to_string(saved_step) + ", worker " +
+                            std::to_string(saved_rank) + " is filed as step " + std::to_string(step) +
+                            (rank >= 0 ? ", worker " + std::to_string(rank) : std::string()));
+  }
+
+  // Everything a worker carries from one step to the next.
+  void visit_worker(StateVisitor& v, WorkerSlot& slot) {
+    {
+      StateVisitor::Scope scope(v, "model");
+      for (auto& item : slot.model->named_parameters()) v.tensor(item.key(), item.value());
+      for (auto& item : slot.model->named_buffers()) v.tensor("buffer." + item.key(), item.value());
+    }
+    {
+      StateVisitor::Scope scope(v, "strategy");
+      slot.strategy->visit_state(v);
+    }
+    int64_t position = static_cast<int64_t>(slot.stream->position());
+    v.integer("data.position", position);
+    if (v.loading()) slot.stream->seek(static_cast<uint64_t>(position));
+    double now = slot.clock.now(), compute = slot.clock.compute_seconds(), blocked = slot.clock.blocked_seconds();
+    v.real("clock.now", now);
+    v.real("clock.compute", compute);
+    v.real("clock.blocked", blocked);
+    if (v.loading()) slot.clock.restore(now, compute, blocked);
+    slot.comm->visit_state(v);
+    v.real("loss_sum", slot.loss_sum);
+    v.integer("loss_count", slot.loss_count);
+    v.real("compute_wall", slot.compute_wall);
+  }
+
+  // The leader's observer state (running figures between log lines).
+  void visit_observer(StateVisitor& v) {
+    StateVisitor::Scope scope(v, "observer");
+    double elapsed = elapsed_offset_ + (v.loading() ? 0.0 : seconds_since(start_));
+    v.real("elapsed", elapsed);
+    if (v.loading()) elapsed_offset_ = elapsed;
+    v.real("eval_wall", eval_wall_);
+    v.real("logged_sent", logged_sent_);
+    v.integer("logged_step", logged_step_);
+    v.real("last_train_loss", last_train_loss_);
+    v.real("last_val_loss", last_val_loss_);
+    v.real("last_correlation", last_correlation_);
+    int64_t jsonl = static_cast<int64_t>(log_.jsonl_bytes()), csv = static_cast<int64_t>(log_.csv_bytes());
+    v.integer("metrics.jsonl_bytes", jsonl);  // read by train() before the log reopens
+    v.integer("metrics.csv_bytes", csv);
+  }
+
+  void load_worker(WorkerSlot& slot) {
+    const std::string part = worker_part(slot.rank);
+    const CheckpointRecords records = store_.read(plan_.resume_step, part);
+    StateReader reader(records, store_.file(plan_.resume_step, part).string());
+    visit_meta(reader, plan_.resume_step, slot.rank);
+    visit_worker(reader, slot);
+    reader.expect_all_read();
+  }
+
+  // Runs in the observer while every local worker is parked between steps.
+  void write_checkpoint(int64_t step) {
+    if (plan_.run_dir.empty()) return;  // simulate(): no run folder
+    for (auto& slot : slots_) {
+      StateWriter writer;
+      visit_meta(writer, step, slot.rank);
+      visit_worker(writer, slot);
+      store_.write(step, worker_part(slot.rank), writer.records());
+    }
+    if (cluster_.is_leader()) {
+      StateWriter writer;
+      visit_meta(writer, step, -1);
+      visit_observer(writer);
+      store_.write(step, "driver", writer.records());
+    }
+    // Only once every process has its files does an older checkpoint go.
+    cluster_.any(false);
+    if (cluster_.is_leader()) store_.prune(cfg_.run.keep_checkpoints);
   }
 
   // Runs once per process while its local workers are parked. Every process
@@ -243,7 +374,7 @@ class Driver {
   // computes correlation and evaluation, logs and reports progress.
   void observe(int64_t step, bool log, bool eval) {
     const bool leader = cluster_.is_leader();
-    const double elapsed = seconds_since(start_);
+    const double elapsed = elapsed_offset_ + seconds_since(start_);
     const double train_wall = std::max(1e-9, elapsed - eval_wall_);
     std::vector<WorkerReport> local;
     for (auto& s : slots_) {
@@ -454,6 +585,9 @@ class Driver {
   bool real_run() const { return cluster_.real(); }
 
   Config cfg_;
+  CheckpointPlan plan_;
+  CheckpointStore store_;
+  std::string trajectory_;  // trajectory_config(cfg_): checkpoints must match it
   Cluster& cluster_;
   MetricsLog& log_;
   TrainHooks hooks_;
@@ -471,6 +605,8 @@ class Driver {
   int64_t tokens_per_step_ = 0;
   Clock::time_point start_;
   double eval_wall_ = 0;
+  double elapsed_offset_ = 0;  // wall seconds before the checkpoint this run resumed from
+  int64_t stopped_at_ = -1;    // set by the observer when the run stops early
   double logged_sent_ = 0;  // per-worker bytes sent at the previous train event
   int64_t logged_step_ = 0;
   double last_train_loss_ = 0, last_val_loss_ = -1;
@@ -499,6 +635,7 @@ class SimCluster final : public Cluster {
     return local;
   }
   double measured_comm_seconds(int64_t) const override { return 0; }
+  bool any(bool mine) override { return mine; }
   void abort(const std::string& why) override {
     group_.abort(why);
     rendezvous_.abort();
@@ -509,9 +646,9 @@ class SimCluster final : public Cluster {
   Rendezvous rendezvous_;
 };
 
-RunSummary run_with_log(const Config& cfg, MetricsLog& log, const TrainHooks& hooks) {
+RunSummary run_with_log(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, const CheckpointPlan& plan = {}) {
   SimCluster cluster(cfg.strategy.workers, parse_algorithm(cfg.network.algorithm));
-  RunSummary s = run_on_cluster(cfg, cluster, log, hooks, threads_per_worker(cfg.run.threads, cfg.strategy.workers));
+  RunSummary s = run_on_cluster(cfg, cluster, log, hooks, threads_per_worker(cfg.run.threads, cfg.strategy.workers), plan);
   s.events = log.lines();
   return s;
 }
@@ -543,8 +680,8 @@ WorkerReport WorkerReport::from_json(const nlohmann::json& j) {
 }
 
 RunSummary run_on_cluster(const Config& cfg, Cluster& cluster, MetricsLog& log, const TrainHooks& hooks,
-                          int64_t threads_per_worker_hint) {
-  Driver driver(cfg, cluster, log, hooks, threads_per_worker_hint);
+                          int64_t threads_per_worker_hint, const CheckpointPlan& plan) {
+  Driver driver(cfg, cluster, log, hooks, threads_per_worker_hint, plan);
   return driver.run();
 }
 
@@ -587,13 +724,79 @@ RunSummary simulate(const Config& cfg, const TrainHooks& hooks) {
   return run_with_log(cfg, log, hooks);
 }
 
+int64_t find_resume_step(const Config& cfg, const std::filesystem::path& dir, const std::vector<std::string>& parts) {
+  namespace fs = std::filesystem;
+  const fs::path config_path = dir / "config.toml";
+  if (!fs::is_regular_file(config_path))
+    throw std::runtime_error("cannot resume: '" + dir.string() + "' holds no run (no config.toml); start it without " +
+                             "--run.resume");
+  if (fs::exists(dir / "summary.json"))
+    throw std::runtime_error("cannot resume: the run in '" + dir.string() + "' has finished (summary.json); " +
+                             "start a new one with another --run.name, or replace it with --run.overwrite=true");
+  Config started;
+  try {
+    started = load_config(config_path.string(), {});
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot resume: '" + config_path.string() + "' does not load: " + e.what());
+  }
+  const std::string now = trajectory_config(cfg), then = trajectory_config(started);
+  if (now != then)
+    throw std::runtime_error("cannot resume '" + dir.string() + "': it was started with other settings (" +
+                             config_difference(then, now) + "); resume with the same config and overrides");
+  const CheckpointStore store(dir);
+  std::vector<std::string> skipped;
+  const int64_t step = store.latest_complete(parts, &skipped);
+  if (step < 0) {
+    std::string why;
+    for (const auto& s : skipped) why += "\n  " + s;
+    throw std::runtime_error("cannot resume '" + dir.string() + "': no complete checkpoint in " +
+                             store.folder().string() + (why.empty() ? std::string(" (none written)") : ":" + why) +
+                             "\nset run.checkpoint_every to write them, or start again with --run.overwrite=true");
+  }
+  // A checkpoint copied in from another run is refused before anything changes.
+  for (const auto& part : parts) {
+    const CheckpointRecords r = store.read(step, part);
+    auto it = r.find("meta.config");
+    if (it == r.end() || it->second.text != now)
+      throw CheckpointError("cannot resume '" + dir.string() + "': " + store.file(step, part).string() +
+                            " was written with other settings (" +
+                            config_difference(it == r.end() ? std::string() : it->second.text, now) + ")");
+  }
+  return step;
+}
+
+std::unique_ptr<MetricsLog> reopen_for_resume(const std::filesystem::path& dir, int64_t step) {
+  const CheckpointStore store(dir);
+  const CheckpointRecords r = store.read(step, "driver");
+  auto size = [&](const std::string& key) {
+    auto it = r.find("observer." + key);
+    if (it == r.end() || it->second.kind != RecordKind::Integer || it->second.integer < 0)
+      throw CheckpointError(store.file(step, "driver").string() + " lacks the metrics sizes");
+    return static_cast<uint64_t>(it->second.integer);
+  };
+  auto log = std::make_unique<MetricsLog>(dir.string(), size("metrics.jsonl_bytes"), size("metrics.csv_bytes"));
+  store.remove_after(step);
+  return log;
+}
+
 RunSummary train(const Config& cfg, const TrainHooks& hooks) {
   throw_if_errors(validate(cfg));
-  const auto dir = create_run_folder(cfg);
-  MetricsLog log(dir.string());
-  RunSummary s = run_with_log(cfg, log, hooks);
-  s.run_dir = dir.string();
-  write_summary(dir, s);
+  CheckpointPlan plan;
+  std::unique_ptr<MetricsLog> log;
+  if (cfg.run.resume) {
+    plan.run_dir = std::filesystem::path(cfg.run.out_dir) / cfg.run.name;
+    std::vector<std::string> parts = {"driver"};
+    for (int64_t r = 0; r < cfg.strategy.workers; ++r) parts.push_back(worker_part(r));
+    plan.resume_step = find_resume_step(cfg, plan.run_dir, parts);
+    log = reopen_for_resume(plan.run_dir, plan.resume_step);
+  } else {
+    plan.run_dir = create_run_folder(cfg);
+    log = std::make_unique<MetricsLog>(plan.run_dir.string());
+  }
+  StopSignalScope signals;
+  RunSummary s = run_with_log(cfg, *log, hooks, plan);
+  s.run_dir = plan.run_dir.string();
+  if (s.stopped_at < 0) write_summary(plan.run_dir, s);
   return s;
 }
 

@@ -1,0 +1,317 @@
+#include "train/checkpoint.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "atoll/config.h"
+#include "atoll/data.h"
+#include "atoll/report.h"
+
+namespace atl {
+
+// ---- StateVisitor helpers (shared by every visitor) ---------------------------
+
+void StateVisitor::tensors(const std::string& name, std::vector<at::Tensor>& list) {
+  size_t n = list.size();
+  count(name, n);
+  if (loading() && n != list.size()) list.assign(n, at::Tensor());
+  for (size_t i = 0; i < n; ++i) tensor(name + "." + std::to_string(i), list[i]);
+}
+
+void StateVisitor::integers(const std::string& name, std::vector<int64_t>& values) {
+  at::Tensor t = loading() ? at::Tensor() : at::from_blob(values.data(), {int64_t(values.size())}, at::kLong);
+  tensor(name, t);
+  if (!loading()) return;
+  if (t.scalar_type() != at::kLong || t.dim() != 1) throw CheckpointError("checkpoint entry '" + full_name(name) + "' is not a list of integers");
+  const at::Tensor c = t.contiguous();
+  values.assign(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+void StateVisitor::flag(const std::string& name, bool& value) {
+  int64_t v = value ? 1 : 0;
+  integer(name, v);
+  value = v != 0;
+}
+
+void StateVisitor::count(const std::string& name, size_t& n) {
+  int64_t v = static_cast<int64_t>(n);
+  integer(name + ".count", v);
+  if (v < 0 || v > (int64_t(1) << 40)) throw CheckpointError("checkpoint entry '" + full_name(name) + "' has a bad count");
+  n = static_cast<size_t>(v);
+}
+
+void StateVisitor::optional_tensor(const std::string& name, at::Tensor& t) {
+  bool defined = t.defined();
+  flag(name + ".defined", defined);
+  if (defined) {
+    tensor(name, t);
+  } else if (loading()) {
+    t = at::Tensor();
+  }
+}
+
+// ---- writer ---------------------------------------------------------------------
+
+namespace {
+
+ElementType element_of(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return ElementType::Float32;
+    case at::kDouble: return ElementType::Float64;
+    case at::kLong: return ElementType::Int64;
+    case at::kInt: return ElementType::Int32;
+    case at::kByte: return ElementType::UInt8;
+    case at::kHalf: return ElementType::Float16;
+    case at::kBFloat16: return ElementType::BFloat16;
+    case at::kShort: return ElementType::Int16;
+    case at::kBool: return ElementType::Bool;
+    default: throw std::invalid_argument(std::string("checkpoints cannot hold tensors of type ") + at::toString(t));
+  }
+}
+
+at::ScalarType scalar_of(ElementType e) {
+  switch (e) {
+    case ElementType::Float32: return at::kFloat;
+    case ElementType::Float64: return at::kDouble;
+    case ElementType::Int64: return at::kLong;
+    case ElementType::Int32: return at::kInt;
+    case ElementType::UInt8: return at::kByte;
+    case ElementType::Float16: return at::kHalf;
+    case ElementType::BFloat16: return at::kBFloat16;
+    case ElementType::Int16: return at::kShort;
+    case ElementType::Bool: return at::kBool;
+  }
+  throw CheckpointError("checkpoint tensor of unknown element type");
+}
+
+std::string shape_text(at::IntArrayRef shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+void StateWriter::add(const std::string& name, CheckpointRecord r) {
+  if (!records_.emplace(full_name(name), std::move(r)).second)
+    throw std::logic_error("state entry '" + full_name(name) + "' visited twice");
+}
+
+void StateWriter::tensor(const std::string& name, at::Tensor& t) {
+  if (!t.defined()) throw std::logic_error("state entry '" + full_name(name) + "' is an undefined tensor");
+  CheckpointRecord r;
+  r.kind = RecordKind::Tensor;
+  r.element = element_of(t.scalar_type());
+  const at::Tensor c = t.detach().cpu().contiguous();
+  r.shape.assign(c.sizes().begin(), c.sizes().end());
+  r.text.assign(static_cast<const char*>(c.data_ptr()), size_t(c.numel()) * c.element_size());
+  add(name, std::move(r));
+}
+
+void StateWriter::integer(const std::string& name, int64_t& v) {
+  CheckpointRecord r;
+  r.kind = RecordKind::Integer;
+  r.integer = v;
+  add(name, std::move(r));
+}
+
+void StateWriter::real(const std::string& name, double& v) {
+  CheckpointRecord r;
+  r.kind = RecordKind::Real;
+  r.real = v;
+  add(name, std::move(r));
+}
+
+void StateWriter::text(const std::string& name, std::string& v) {
+  CheckpointRecord r;
+  r.kind = RecordKind::Text;
+  r.text = v;
+  add(name, std::move(r));
+}
+
+// ---- reader ---------------------------------------------------------------------
+
+StateReader::StateReader(const CheckpointRecords& records, std::string source)
+    : records_(records), source_(std::move(source)) {}
+
+const CheckpointRecord& StateReader::find(const std::string& name, RecordKind kind) {
+  const std::string key = full_name(name);
+  auto it = records_.find(key);
+  if (it == records_.end())
+    throw CheckpointError(source_ + " lacks '" + key +
+                          "': it was written by a different model, strategy or settings than this run's");
+  if (it->second.kind != kind) throw CheckpointError(source_ + ": '" + key + "' has the wrong kind of value");
+  read_.insert(key);
+  return it->second;
+}
+
+void StateReader::tensor(const std::string& name, at::Tensor& t) {
+  const CheckpointRecord& r = find(name, RecordKind::Tensor);
+  const at::ScalarType type = scalar_of(r.element);
+  at::Tensor loaded = at::empty(r.shape, at::TensorOptions().dtype(type));
+  if (!r.text.empty()) std::memcpy(loaded.data_ptr(), r.text.data(), r.text.size());
+  if (!t.defined()) {
+    t = loaded;
+    return;
+  }
+  if (t.scalar_type() != type || t.sizes() != loaded.sizes())
+    throw CheckpointError(source_ + ": '" + full_name(name) + "' is " + at::toString(type) + " " +
+                          shape_text(loaded.sizes()) + " but this run has " + at::toString(t.scalar_type()) + " " +
+                          shape_text(t.sizes()) + ": the checkpoint is from a different model or settings");
+  at::NoGradGuard no_grad;
+  t.copy_(loaded);
+}
+
+void StateReader::integer(const std::string& name, int64_t& v) { v = find(name, RecordKind::Integer).integer; }
+void StateReader::real(const std::string& name, double& v) { v = find(name, RecordKind::Real).real; }
+void StateReader::text(const std::string& name, std::string& v) { v = find(name, RecordKind::Text).text; }
+
+void StateReader::expect_all_read() const {
+  for (const auto& item : records_)
+    if (!read_.count(item.first))
+      throw CheckpointError(source_ + " holds '" + item.first +
+                            "', which this run does not have: it was written by a different strategy or settings");
+}
+
+// ---- store ----------------------------------------------------------------------
+
+namespace fs = std::filesystem;
+
+std::string worker_part(int64_t rank) { return "worker-" + std::to_string(rank); }
+
+CheckpointStore::CheckpointStore(fs::path run_dir) : folder_(std::move(run_dir) / "checkpoints") {}
+
+fs::path CheckpointStore::file(int64_t step, const std::string& part) const {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
+  return folder_ / name / (part + ".ckpt");
+}
+
+void CheckpointStore::write(int64_t step, const std::string& part, const CheckpointRecords& records) const {
+  write_file_atomic(file(step, part).string(), serialize_checkpoint(records));
+}
+
+CheckpointRecords CheckpointStore::read(int64_t step, const std::string& part) const {
+  const fs::path path = file(step, part);
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw CheckpointError("checkpoint file '" + path.string() + "' is missing");
+  try {
+    return parse_checkpoint(detail::read_file_bytes(path.string()));
+  } catch (const CheckpointError& e) {
+    throw CheckpointError("'" + path.string() + "': " + e.what());
+  }
+}
+
+std::vector<int64_t> CheckpointStore::steps() const {
+  std::vector<int64_t> out;
+  std::error_code ec;
+  if (!fs::is_directory(folder_, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(folder_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name.size() != 13 || name.rfind("step-", 0) != 0) continue;
+    if (!std::all_of(name.begin() + 5, name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    out.push_back(std::stoll(name.substr(5)));
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+bool CheckpointStore::intact(int64_t step, const std::vector<std::string>& parts, std::string* why) const {
+  try {
+    for (const auto& part : parts) {
+      const CheckpointRecords r = read(step, part);
+      auto it = r.find("meta.step");
+      if (it == r.end() || it->second.kind != RecordKind::Integer || it->second.integer != step)
+        throw CheckpointError("'" + file(step, part).string() + "' is not the checkpoint of step " + std::to_string(step));
+    }
+    return true;
+  } catch (const CheckpointError& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+}
+
+std::vector<int64_t> CheckpointStore::complete_steps(const std::vector<std::string>& parts) const {
+  std::vector<int64_t> out;
+  for (int64_t step : steps())
+    if (intact(step, parts, nullptr)) out.push_back(step);
+  return out;
+}
+
+int64_t CheckpointStore::latest_complete(const std::vector<std::string>& parts,
+                                         std::vector<std::string>* skipped) const {
+  for (int64_t step : steps()) {
+    std::string why;
+    if (intact(step, parts, &why)) return step;
+    if (skipped) skipped->push_back("step " + std::to_string(step) + ": " + why);
+  }
+  return -1;
+}
+
+void CheckpointStore::prune(int64_t keep) const {
+  const auto all = steps();
+  for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) {
+    std::error_code ec;
+    fs::remove_all(file(all[i], "x").parent_path(), ec);
+  }
+}
+
+void CheckpointStore::remove_after(int64_t step) const {
+  for (int64_t s : steps()) {
+    if (s <= step) break;
+    std::error_code ec;
+    fs::remove_all(file(s, "x").parent_path(), ec);
+  }
+}
+
+std::string trajectory_config(const Config& cfg) {
+  Config copy = cfg;  // to_toml visits fields through non-const references
+  std::string out;
+  for (const auto& [key, value] : flat_config(to_toml(copy), "<config>")) {
+    if (key.rfind("run.", 0) == 0 && key != "run.seed") continue;
+    if (key == "data.dir" || key == "data.data_root") continue;
+    out += key + " = " + value + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+std::map<std::string, std::string> parse_lines(const std::string& text) {
+  std::map<std::string, std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    const size_t eq = line.find(" = ");
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 3);
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string config_difference(const std::string& saved, const std::string& now) {
+  const auto a = parse_lines(saved), b = parse_lines(now);
+  std::vector<std::string> diffs;
+  auto value = [](const std::map<std::string, std::string>& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::string("(absent)") : "'" + it->second + "'";
+  };
+  std::set<std::string> keys;
+  for (const auto& kv : a) keys.insert(kv.first);
+  for (const auto& kv : b) keys.insert(kv.first);
+  for (const auto& k : keys)
+    if (value(a, k) != value(b, k)) diffs.push_back(k + ": " + value(a, k) + " in the checkpoint, " + value(b, k) + " now");
+  std::string out;
+  for (size_t i = 0; i < diffs.size() && i < 4; ++i) out += (i ? "; " : "") + diffs[i];
+  if (diffs.size() > 4) out += "; and " + std::to_string(diffs.size() - 4) + " more";
+  return out.empty() ? "(no difference)" : out;
+}
+
+}  // namespace atl
