@@ -33,7 +33,9 @@ std::vector<nlohmann::json> deterministic_events(const fs::path& dir) {
   return out;
 }
 
-Config resume_config(const std::string& strategy, const std::string& out_dir) {
+Config resume_config(const std::string& param, const std::string& out_dir) {
+  const bool faults = param == "diloco_with_faults";
+  const std::string strategy = faults ? "diloco" : param;
   Config cfg = tiny_config(strategy, strategy == "single" ? 1 : 3);
   cfg.run.out_dir = out_dir;
   cfg.train.steps = 24;
@@ -53,6 +55,14 @@ Config resume_config(const std::string& strategy, const std::string& out_dir) {
   if (strategy == "ddp") {
     cfg.ddp.codec = "topk";  // error-feedback residual carried across the stop
     cfg.codec.topk_density = 0.1;
+  }
+  if (faults) {  // churn, lost and corrupt contributions, a robust aggregator, a straggler, an outage
+    cfg.faults.absent = "1@6-14";
+    cfg.faults.drop_prob = 0.3;
+    cfg.faults.corrupt = "2@16-:nan";
+    cfg.faults.speed_schedule = "9:0=2, 13:0=1";
+    cfg.diloco.aggregator = "trimmed_mean";
+    cfg.network.outages = "2@0.001s-0.002s";
   }
   return cfg;
 }
@@ -92,8 +102,8 @@ TEST_P(ResumeEquality, StoppedAndResumedRunMatchesTheUninterruptedRunBitwise) {
 
 INSTANTIATE_TEST_SUITE_P(EveryStrategy, ResumeEquality,
                          ::testing::Values("single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco",
-                                           "streaming", "palsgd", "demo", "noloco"),
-                         [](const auto& info) { return info.param; });
+                                           "streaming", "palsgd", "demo", "noloco", "diloco_with_faults"),
+                         [](const auto& test) { return test.param; });
 
 TEST(CheckpointFile, RoundTripsEveryKindOfRecord) {
   CheckpointRecords r;

@@ -194,6 +194,9 @@ class Communicator {
   double record(CommOp op, const std::string& tag, double payload, bool is_root,
                 const std::vector<int64_t>& participants);
   void finish(double completion);  // blocking ops: clock waits
+  // Moves an op's start past any outage of a participant's link (all ranks
+  // when `participants` is empty).
+  double after_outages(double completion, double network_seconds, const std::vector<int64_t>& participants) const;
   double start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                              const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes,
                              std::function<void()>* in_flight);

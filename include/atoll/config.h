@@ -98,7 +98,42 @@ struct DiLoCoConfig {
   double outer_eps = 1e-8;        // adam outer only: epsilon
   int64_t ddp_warmup_steps = 0;   // DDP steps before local training (post-local SGD; PALSGD's baseline)
   std::string codec = "fp32";     // pseudo-gradient payload codec (see [codec])
+  // Robust aggregation of the workers' pseudo-gradients (with [faults]).
+  std::string aggregator = "mean"; // mean | median | trimmed_mean (coordinate-wise over contributing workers)
+  double trim_fraction = 0.25;    // trimmed_mean: share of workers cut from each end per coordinate
+  double clip_norm = 0.0;         // each worker's pseudo-gradient clipped to this L2 norm first (0 = off)
 };
+
+// Fault injection and churn (simulated and real runs). Windows are
+// "worker@from-to" in steps, comma separated; "to" empty = to the end.
+// absent/drop_prob/corrupt act on pseudo-gradient syncs (diloco,
+// sparta_diloco, palsgd); the speed schedule on every method.
+struct FaultConfig {
+  std::string absent = "";        // workers away, e.g. "2@100-300" (DiLoCo's adaptive-compute ablation);
+                                  // an absent worker computes and sends nothing; a joiner gets the global model
+  double drop_prob = 0.0;         // q: each worker's pseudo-gradient is lost with probability q per sync
+                                  // (DiLoCo's asynchronous-communication ablation)
+  std::string corrupt = "";       // "worker@from-to:kind", kind nan | inf | scale (x1e6): a bad worker's payload
+  std::string speed_schedule = "";// stragglers over time: "step:worker=factor", e.g. "0:1=3, 500:1=1"
+};
+
+// One window of a fault schedule.
+struct FaultWindow {
+  int64_t worker = 0;
+  int64_t from = 0;
+  int64_t to = -1;   // exclusive; -1 = to the end
+  std::string kind;  // corrupt only
+  bool contains(int64_t step) const { return step >= from && (to < 0 || step < to); }
+};
+// Parses faults.absent / faults.corrupt (`with_kind`); throws std::invalid_argument
+// naming `key` and the accepted form.
+std::vector<FaultWindow> parse_fault_windows(const std::string& text, const std::string& key, bool with_kind);
+struct SpeedChange {
+  int64_t step = 0, worker = 0;
+  double factor = 1;
+};
+// faults.speed_schedule, sorted by step; throws std::invalid_argument.
+std::vector<SpeedChange> parse_speed_schedule(const std::string& text);
 
 // DDP's gradient payload.
 struct DdpConfig {
@@ -176,6 +211,8 @@ struct NetworkConfig {
   double device_flops = 1e12;          // flops mode: peak FLOP/s of one worker's device
   double mfu = 0.4;                    // flops mode: model FLOPs utilisation
   std::string speed_factors = "";      // per-worker compute-time multipliers, comma list (stragglers)
+  std::string outages = "";            // link outages in simulated time, "worker@from-to": "1@30s-60s"
+                                       // (an op involving that worker starts when its link is back)
 };
 
 struct Config {
@@ -194,6 +231,7 @@ struct Config {
   DemoConfig demo;
   StreamingConfig streaming;
   NetworkConfig network;
+  FaultConfig faults;
 };
 
 // SPARTA's p schedule (sparta.p_schedule; pure arithmetic shared by validate()

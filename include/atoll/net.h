@@ -43,6 +43,14 @@ struct ByteCount {
 };
 ByteCount bytes_for(CommOp op, CollectiveAlgo algo, double payload, int64_t world, bool is_root);
 
+// A worker's link is down from `from` to `to` (simulated seconds).
+struct Outage {
+  int64_t worker = 0;
+  double from = 0, to = 0;
+};
+// network.outages ("1@30s-60s, 2@100s-130s"); throws std::invalid_argument.
+std::vector<Outage> parse_outages(const std::string& text, int64_t workers);
+
 // Per-worker link: bandwidth (bytes/s) and latency (s).
 struct Link {
   double bandwidth = 125e6;
@@ -68,6 +76,11 @@ class NetworkModel {
   CollectiveAlgo algorithm() const { return algo_; }
   int64_t workers() const { return static_cast<int64_t>(links_.size()); }
   const Link& link(int64_t rank) const { return links_.at(rank); }
+  // The earliest time >= t at which every participant's link is up (all
+  // ranks when `participants` is empty): an op due to start during an
+  // outage starts when the link is back.
+  double link_available_at(double t, const std::vector<int64_t>& participants) const;
+  const std::vector<Outage>& outages() const { return outages_; }
 
  private:
   std::vector<Link> links_;
@@ -75,6 +88,7 @@ class NetworkModel {
   double server_bandwidth_;
   double jitter_;
   uint64_t seed_;
+  std::vector<Outage> outages_;
 };
 
 // One worker's simulated time. Compute advances it; a blocking op moves it

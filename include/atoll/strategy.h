@@ -21,6 +21,14 @@
 
 namespace atl {
 
+// Something a strategy saw happen (a worker left or joined, a contribution
+// was dropped); the driver writes each to the metrics as a "fault" event.
+struct StrategyEvent {
+  int64_t step = 0;
+  std::string kind;    // leave | join | sync_dropped | nonfinite_dropped | no_contribution
+  std::string detail;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -43,6 +51,8 @@ class Strategy {
   // error-feedback residuals, counters), between steps, for checkpoints.
   // Resuming from it continues bitwise like the run that never stopped.
   virtual void visit_state(StateVisitor& v) = 0;
+  // Events since the last call (read by the driver while the worker is parked).
+  virtual std::vector<StrategyEvent> take_events() { return {}; }
 };
 
 // Builds the strategy named by cfg.strategy.name for one worker.

@@ -108,6 +108,13 @@ double Communicator::record(CommOp op, const std::string& tag, double payload, b
   return e.network_seconds;
 }
 
+double Communicator::after_outages(double completion, double network_seconds,
+                                   const std::vector<int64_t>& participants) const {
+  if (net_ == nullptr || net_->outages().empty()) return completion;
+  const double start = completion - network_seconds;
+  return net_->link_available_at(start, participants) + network_seconds;
+}
+
 void Communicator::finish(double completion) {
   if (clock_ != nullptr) clock_->wait_until(completion);
 }
@@ -117,7 +124,7 @@ void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag
   const double net = record(CommOp::AllReduce, tag, wire_bytes >= 0 ? wire_bytes : payload_bytes(t), false, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
-  const double completion = do_all_reduce(work, op, arrival, net);
+  const double completion = after_outages(do_all_reduce(work, op, arrival, net), net, {});
   copy_back(t, work);
   finish(completion);
 }
@@ -135,6 +142,7 @@ Work Communicator::all_reduce_async(at::Tensor& t, ReduceOp op, const std::strin
   at::Tensor work = contiguous_work(t);
   double completion = 0;
   std::function<void()> in_flight = start_all_reduce(work, op, arrival, net, completion);
+  completion = after_outages(completion, net, {});
   if (!in_flight) {
     copy_back(t, work);
     return Work(this, completion, nullptr);
@@ -180,7 +188,7 @@ void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out
   e.received_bytes = received;
   e.network_seconds = seconds_for(sizes);
   ledger_.record(e);
-  finish(completion);
+  finish(after_outages(completion, e.network_seconds, {}));
 }
 
 void Communicator::broadcast(at::Tensor& t, int64_t root, const std::string& tag) {
@@ -189,7 +197,7 @@ void Communicator::broadcast(at::Tensor& t, int64_t root, const std::string& tag
   const double net = record(CommOp::Broadcast, tag, payload_bytes(t), rank_ == root, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
-  const double completion = do_broadcast(work, root, arrival, net);
+  const double completion = after_outages(do_broadcast(work, root, arrival, net), net, {});
   copy_back(t, work);
   finish(completion);
 }
@@ -216,7 +224,7 @@ void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t pe
   const double arrival = arrival_time();
   const at::Tensor src = contiguous_work(send);
   std::vector<at::Tensor> dst{contiguous_work(recv)};
-  const double completion = do_exchange(src, dst, {peer}, arrival, net);
+  const double completion = after_outages(do_exchange(src, dst, {peer}, arrival, net), net, {rank_, peer});
   copy_back(recv, dst[0]);
   finish(completion);
 }
@@ -240,10 +248,10 @@ double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at:
   recvs.clear();
   for (size_t i = 0; i < peers.size(); ++i) recvs.push_back(at::empty_like(src));
   if (peers.empty()) return arrival;
-  if (in_flight == nullptr) return do_exchange(src, recvs, peers, arrival, net);
+  if (in_flight == nullptr) return after_outages(do_exchange(src, recvs, peers, arrival, net), net, participants);
   double completion = 0;
   *in_flight = start_exchange(src, recvs, peers, arrival, net, completion);
-  return completion;
+  return after_outages(completion, net, participants);
 }
 
 void Communicator::exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,

@@ -172,6 +172,12 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("diloco.ddp_warmup_steps", c.diloco.ddp_warmup_steps,
             "DDP steps before local training starts (post-local SGD)"),
       field("diloco.codec", c.diloco.codec, "pseudo-gradient codec: " CODEC_CHOICES),
+      field("diloco.aggregator", c.diloco.aggregator,
+            "mean | median | trimmed_mean: how the workers' pseudo-gradients are combined (robust options gather all)"),
+      field("diloco.trim_fraction", c.diloco.trim_fraction,
+            "trimmed_mean: share of workers cut from each end of every coordinate, in [0, 0.5)"),
+      field("diloco.clip_norm", c.diloco.clip_norm,
+            "clip each worker's pseudo-gradient to this L2 norm before combining (0 = off)"),
 
       field("ddp.codec", c.ddp.codec, "gradient codec: " CODEC_CHOICES),
 
@@ -233,6 +239,16 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("network.mfu", c.network.mfu, "flops mode: model FLOPs utilisation in (0, 1]"),
       field("network.speed_factors", c.network.speed_factors,
             "per-worker compute-time multipliers, comma list (stragglers > 1)"),
+      field("network.outages", c.network.outages,
+            "link outages in simulated time, 'worker@from-to' list (e.g. 1@30s-60s): ops wait for the link"),
+      field("faults.absent", c.faults.absent,
+            "workers away for step windows, 'worker@from-to' list (to empty = the end); pseudo-gradient methods"),
+      field("faults.drop_prob", c.faults.drop_prob,
+            "q: probability that a worker's pseudo-gradient is lost at a sync (DiLoCo's async ablation)"),
+      field("faults.corrupt", c.faults.corrupt,
+            "workers sending corrupt pseudo-gradients, 'worker@from-to:kind' (kind nan | inf | scale)"),
+      field("faults.speed_schedule", c.faults.speed_schedule,
+            "stragglers over time, 'step:worker=factor' list (e.g. 0:1=3, 500:1=1)"),
   };
   for (FieldRef& f : fields) fn(f);
 }
@@ -539,7 +555,134 @@ std::vector<std::string> validate(const Config& c) {
     e.push_back(std::string("network.speed_factors: ") + ex.what());
   }
   need(c.network.mfu > 0 && c.network.mfu <= 1, "network.mfu must be in (0, 1]");
+
+  // Robust aggregation and faults.
+  enum_check("diloco.aggregator", c.diloco.aggregator, {"mean", "median", "trimmed_mean"});
+  need(c.diloco.trim_fraction >= 0 && c.diloco.trim_fraction < 0.5, "diloco.trim_fraction must be in [0, 0.5)");
+  need(c.diloco.clip_norm >= 0, "diloco.clip_norm must be >= 0 (0 = off)");
+  need(c.faults.drop_prob >= 0 && c.faults.drop_prob <= 1, "faults.drop_prob (q) must be in [0, 1]");
+  const bool outer_sync = c.strategy.name == "diloco" || c.strategy.name == "sparta_diloco" ||
+                          c.strategy.name == "palsgd";
+  const bool sync_faults = !c.faults.absent.empty() || c.faults.drop_prob > 0 || !c.faults.corrupt.empty() ||
+                           c.diloco.aggregator != "mean" || c.diloco.clip_norm > 0;
+  need(!sync_faults || outer_sync,
+       "faults.absent, faults.drop_prob, faults.corrupt and the diloco.aggregator/clip_norm options act on "
+       "pseudo-gradient syncs: use them with strategy.name = diloco | sparta_diloco | palsgd (not '" +
+           c.strategy.name + "')");
+  need(!sync_faults || c.diloco.codec != "topk",
+       "faults and robust aggregation need a dense diloco.codec (fp32 | fp16 | bf16 | int8 | fp4), not topk");
+  need(c.faults.absent.empty() || c.strategy.name == "diloco" || c.strategy.name == "palsgd",
+       "faults.absent needs strategy.name = diloco | palsgd (a SPARTA exchange would mix an absent worker's "
+       "stale values)");
+  auto check_windows = [&](const std::string& key, const std::string& text, bool with_kind) {
+    try {
+      for (const auto& w : parse_fault_windows(text, key, with_kind)) {
+        need(w.worker < c.strategy.workers, key + ": worker " + std::to_string(w.worker) +
+                                                " does not exist (strategy.workers = " +
+                                                std::to_string(c.strategy.workers) + ")");
+        const int64_t warmup = c.strategy.name == "palsgd" ? c.palsgd.ddp_warmup_steps : c.diloco.ddp_warmup_steps;
+        need(w.from >= warmup, key + ": windows start at or after the DDP warm-up (" + std::to_string(warmup) +
+                                   " steps), which every worker takes part in");
+      }
+    } catch (const std::invalid_argument& ex) {
+      e.push_back(ex.what());
+    }
+  };
+  check_windows("faults.absent", c.faults.absent, false);
+  check_windows("faults.corrupt", c.faults.corrupt, true);
+  try {
+    for (const auto& s : parse_speed_schedule(c.faults.speed_schedule))
+      need(s.worker < c.strategy.workers, "faults.speed_schedule: worker " + std::to_string(s.worker) +
+                                              " does not exist (strategy.workers = " +
+                                              std::to_string(c.strategy.workers) + ")");
+  } catch (const std::invalid_argument& ex) {
+    e.push_back(ex.what());
+  }
   return e;
+}
+
+namespace {
+
+int64_t parse_count(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || v < 0) throw std::invalid_argument(what);
+  return v;
+}
+
+std::string trim_spaces(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = trim_spaces(text.substr(start, end - start));
+    if (!item.empty()) out.push_back(item);
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<FaultWindow> parse_fault_windows(const std::string& text, const std::string& key, bool with_kind) {
+  const std::string form = key + " = '" + text + "': expected a comma list of 'worker@from-to" +
+                           (with_kind ? std::string(":kind' (kind nan | inf | scale)") : std::string("'")) +
+                           " in steps, e.g. '2@100-300'" + (with_kind ? ":nan" : "") + " (to empty = to the end)";
+  std::vector<FaultWindow> out;
+  for (std::string item : split_list(text)) {
+    FaultWindow w;
+    if (with_kind) {
+      const size_t colon = item.find(':');
+      if (colon == std::string::npos) throw std::invalid_argument(form);
+      w.kind = item.substr(colon + 1);
+      if (w.kind != "nan" && w.kind != "inf" && w.kind != "scale") throw std::invalid_argument(form);
+      item = item.substr(0, colon);
+    }
+    const size_t at = item.find('@'), dash = item.find('-');
+    if (at == std::string::npos || dash == std::string::npos || dash < at) throw std::invalid_argument(form);
+    w.worker = parse_count(item.substr(0, at), form);
+    w.from = parse_count(item.substr(at + 1, dash - at - 1), form);
+    const std::string to = item.substr(dash + 1);
+    w.to = to.empty() ? -1 : parse_count(to, form);
+    if (w.to >= 0 && w.to <= w.from) throw std::invalid_argument(form + "; 'to' must be after 'from'");
+    out.push_back(w);
+  }
+  return out;
+}
+
+std::vector<SpeedChange> parse_speed_schedule(const std::string& text) {
+  const std::string form = "faults.speed_schedule = '" + text +
+                           "': expected a comma list of 'step:worker=factor' with factor > 0, e.g. '0:1=3, 500:1=1'";
+  std::vector<SpeedChange> out;
+  for (const std::string& item : split_list(text)) {
+    const size_t colon = item.find(':'), eq = item.find('=');
+    if (colon == std::string::npos || eq == std::string::npos || eq < colon) throw std::invalid_argument(form);
+    SpeedChange s;
+    s.step = parse_count(item.substr(0, colon), form);
+    s.worker = parse_count(item.substr(colon + 1, eq - colon - 1), form);
+    size_t used = 0;
+    try {
+      s.factor = std::stod(item.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() - eq - 1 || !(s.factor > 0) || !std::isfinite(s.factor))
+      throw std::invalid_argument(form);
+    out.push_back(s);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const SpeedChange& a, const SpeedChange& b) { return a.step < b.step; });
+  return out;
 }
 
 void throw_if_errors(const std::vector<std::string>& errors) {

@@ -5,6 +5,7 @@
 // converted with the classic locale, so "0x10", "inf" and "nan" are rejected
 // and a process locale with a decimal comma changes nothing.
 
+#include <algorithm>
 #include <cmath>
 #include <locale>
 #include <sstream>
@@ -243,7 +244,53 @@ NetworkModel NetworkModel::from_config(const NetworkConfig& cfg, int64_t workers
   const CollectiveAlgo algo =
       with_key("network.algorithm", [&] { return parse_algorithm(cfg.algorithm); });
   const double jitter = with_key("network.jitter", [&] { return parse_duration(cfg.jitter); });
-  return NetworkModel(std::move(links), algo, server, jitter, seed);
+  NetworkModel model(std::move(links), algo, server, jitter, seed);
+  model.outages_ = parse_outages(cfg.outages, workers);
+  return model;
+}
+
+std::vector<Outage> parse_outages(const std::string& text, int64_t workers) {
+  const std::string form = "network.outages = '" + text +
+                           "': expected a comma list of 'worker@from-to' in simulated time, e.g. '1@30s-60s'";
+  std::vector<Outage> out;
+  for (const std::string& item : split_commas(text)) {
+    if (item.empty()) continue;
+    const auto at = item.find('@'), dash = item.find('-', at == std::string::npos ? 0 : at);
+    if (at == std::string::npos || dash == std::string::npos) throw std::invalid_argument(form);
+    Outage o;
+    try {
+      const std::string w = trim(item.substr(0, at));
+      std::size_t used = 0;
+      o.worker = std::stoll(w, &used);
+      if (used != w.size() || w.empty()) throw std::invalid_argument(form);
+      o.from = parse_duration(item.substr(at + 1, dash - at - 1));
+      o.to = parse_duration(item.substr(dash + 1));
+    } catch (const std::exception&) {
+      throw std::invalid_argument(form);
+    }
+    if (o.worker < 0 || o.worker >= workers)
+      throw std::invalid_argument(form + "; worker " + std::to_string(o.worker) + " does not exist");
+    if (!(o.to > o.from)) throw std::invalid_argument(form + "; 'to' must be after 'from'");
+    out.push_back(o);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Outage& a, const Outage& b) { return a.from < b.from; });
+  return out;
+}
+
+double NetworkModel::link_available_at(double t, const std::vector<int64_t>& participants) const {
+  // Windows may overlap or chain: move past each until none holds t.
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const auto& o : outages_) {
+      const bool involved = participants.empty() ||
+                            std::find(participants.begin(), participants.end(), o.worker) != participants.end();
+      if (involved && t >= o.from && t < o.to) {
+        t = o.to;
+        moved = true;
+      }
+    }
+  }
+  return t;
 }
 
 }  // namespace atl

@@ -1,25 +1,117 @@
 #include "strategy/diloco.h"
 
+#include <ATen/ATen.h>
+
 #include <cmath>
+#include <limits>
 
 #include "strategy/baselines.h"
 #include "strategy/flat.h"
 
 namespace atl {
 
-OuterSync::OuterSync(const DiLoCoConfig& cfg, const CodecConfig& codec, std::vector<at::Tensor> params,
+OuterSync::OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params,
                      Communicator& comm)
-    : params_(std::move(params)), comm_(comm), cfg_(cfg), codec_(cfg.codec, codec) {
+    : params_(std::move(params)), comm_(comm), cfg_(outer), codec_(outer.codec, cfg.codec), faults_(cfg) {
   global_ = flatten_values(params_);
   momentum_ = at::zeros_like(global_);
   if (cfg_.outer_optimizer == "adam") second_moment_ = at::zeros_like(global_);
   global_views_ = views_of(global_, params_);
 }
 
-void OuterSync::sync() {
+void OuterSync::sync(int64_t t) {
   at::NoGradGuard no_grad;
   at::Tensor delta = global_ - flatten_values(params_);  // points from the workers back to theta_g
-  mean_all_reduce(comm_, codec_, delta, "pseudo-grad");
+  if (!faults_.active()) {
+    mean_all_reduce(comm_, codec_, delta, "pseudo-grad");
+    outer_step(delta);
+    return;
+  }
+  const int64_t me = comm_.rank();
+  const bool away = faults_.absent(me, t);
+  bool contributes = !away;
+  if (contributes) {
+    const std::string bad = faults_.corruption(me, t);
+    if (bad == "nan") delta.fill_(std::numeric_limits<double>::quiet_NaN());
+    if (bad == "inf") delta.fill_(std::numeric_limits<double>::infinity());
+    if (bad == "scale") delta.mul_(1e6);
+    if (!delta.isfinite().all().item<bool>()) {
+      contributes = false;
+      events_.push_back({t, "nonfinite_dropped", "pseudo-gradient holds NaN/Inf; contribution dropped this round"});
+    } else if (faults_.dropped(me, t)) {
+      contributes = false;
+      events_.push_back({t, "sync_dropped", "pseudo-gradient lost (faults.drop_prob)"});
+    } else if (cfg_.clip_norm > 0) {
+      const double norm = delta.norm().item<double>();
+      if (norm > cfg_.clip_norm) delta.mul_(cfg_.clip_norm / norm);
+    }
+  }
+  if (!contributes) delta.zero_();  // also clears NaN: 0 * NaN would not
+  const double wire = codec_.encode(delta);
+  int64_t contributors = 0;
+  delta = combine(delta, contributes, away ? 0.0 : wire + 4, t, &contributors);
+  if (contributors == 0) {
+    if (me == 0) events_.push_back({t, "no_contribution", "no worker's pseudo-gradient counted; theta_g unchanged"});
+    assign_values(global_, params_);
+    return;
+  }
+  outer_step(delta);
+}
+
+at::Tensor OuterSync::combine(at::Tensor delta, bool contributes, double wire_bytes, int64_t t,
+                              int64_t* contributors) {
+  (void)t;
+  const int64_t n = delta.numel();
+  at::Tensor payload = at::cat({delta, at::full({1}, contributes ? 1.0 : 0.0, delta.options())});
+  if (cfg_.aggregator == "mean") {
+    comm_.all_reduce(payload, ReduceOp::Sum, "pseudo-grad", wire_bytes);
+    *contributors = static_cast<int64_t>(std::llround(payload[n].item<double>()));
+    return *contributors > 0 ? payload.narrow(0, 0, n).div(double(*contributors)) : delta;
+  }
+  std::vector<at::Tensor> all;
+  comm_.all_gather(payload, all, "pseudo-grad");
+  std::vector<at::Tensor> rows;
+  for (const auto& p : all)  // rank order: every rank combines the same rows the same way
+    if (p[n].item<double>() == 1.0) rows.push_back(p.narrow(0, 0, n));
+  *contributors = static_cast<int64_t>(rows.size());
+  if (rows.empty()) return delta;
+  const int64_t k = *contributors;
+  const at::Tensor sorted = std::get<0>(at::stack(rows).sort(0));  // (k, P)
+  if (cfg_.aggregator == "median") {
+    if (k % 2 == 1) return sorted[k / 2].clone();
+    return (sorted[k / 2 - 1] + sorted[k / 2]).div_(2.0);
+  }
+  const int64_t cut = static_cast<int64_t>(std::floor(cfg_.trim_fraction * double(k)));  // trimmed_mean
+  return sorted.narrow(0, cut, k - 2 * cut).mean(0);
+}
+
+bool OuterSync::begin_step(int64_t t) {
+  if (!faults_.active()) return false;
+  at::NoGradGuard no_grad;
+  const int64_t me = comm_.rank();
+  for (int64_t joiner : faults_.joiners(t)) {
+    // Every rank holds the same theta_g; the lowest rank present sends it.
+    int64_t root = 0;
+    while (root < comm_.size() && faults_.absent(root, t)) ++root;
+    comm_.broadcast(global_, std::min(root, comm_.size() - 1), "join");
+    if (joiner == me) {
+      assign_values(global_, params_);
+      events_.push_back({t, "join", "back; received the global model"});
+    }
+  }
+  const bool away = faults_.absent(me, t);
+  if (away && (t == 0 || !faults_.absent(me, t - 1))) events_.push_back({t, "leave", "away; computes and sends nothing"});
+  return away;
+}
+
+std::vector<StrategyEvent> OuterSync::take_events() {
+  std::vector<StrategyEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+void OuterSync::outer_step(const at::Tensor& delta_in) {
+  at::Tensor delta = delta_in;
   const double mu = cfg_.outer_momentum;
   if (cfg_.outer_optimizer == "adam") {
     // The DiLoCo paper's outer-optimizer ablation: Adam on the pseudo-gradient
@@ -61,7 +153,7 @@ DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params
     : params_(params),
       comm_(comm),
       inner_(cfg.optim, params),
-      outer_(cfg.diloco, cfg.codec, params, comm),
+      outer_(cfg.diloco, cfg, params, comm),
       grad_codec_("fp32", cfg.codec),
       inner_steps_(cfg.diloco.inner_steps),
       warmup_(cfg.diloco.ddp_warmup_steps) {}
@@ -72,9 +164,11 @@ void DiLoCoStrategy::step(int64_t t, double lr) {
     if (t + 1 == warmup_) outer_.reset_global();
     return;
   }
-  inner_.step(lr);
-  if ((t + 1) % inner_steps_ == 0) outer_.sync();
+  if (!outer_.begin_step(t)) inner_.step(lr);  // an absent worker takes no step
+  if ((t + 1) % inner_steps_ == 0) outer_.sync(t);
 }
+
+bool DiLoCoStrategy::needs_gradient(int64_t t) const { return t < warmup_ || !outer_.absent(t); }
 
 void DiLoCoStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "atoll/strategy.h"
+#include "strategy/faults.h"
 #include "strategy/inner_optimizer.h"
 #include "strategy/payload.h"
 
@@ -28,11 +29,29 @@ namespace atl {
 // theta_g and buf are one flat buffer each; global_params() are views of it.
 class OuterSync {
  public:
-  // `lr_out`, `mu` and `nesterov` from cfg; the codec from cfg.codec.
-  OuterSync(const DiLoCoConfig& cfg, const CodecConfig& codec, std::vector<at::Tensor> params,
-            Communicator& comm);
-  // All-reduces the pseudo-gradient, steps theta_g, resets the worker to it.
-  void sync();
+  // `lr_out`, `mu`, `nesterov`, the codec and the aggregator from `outer`;
+  // codec settings, [faults] and the seed from `cfg`.
+  OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  // Combines the pseudo-gradients of the sync after step t, steps theta_g,
+  // resets the worker to it.
+  //
+  // With [faults] or a robust aggregator set, each worker appends a flag
+  // "my contribution counts" to its payload: it is 0 when the worker is
+  // away (nothing sent), its payload is lost (faults.drop_prob) or holds a
+  // NaN/Inf (detected here and reported as an event). The mean is then the
+  // sum over the flagged workers divided by their count, one all-reduce;
+  // median and trimmed mean all-gather every payload (N-1 times the bytes)
+  // and combine the flagged ones coordinate-wise. No contribution at all:
+  // theta_g stays where it was.
+  void sync(int64_t t);
+  // Call at the start of step t: a worker rejoining at t gets theta_g
+  // (broadcast, tag "join"; every rank takes part). Returns whether this
+  // worker is away at step t (it then computes and sends nothing).
+  bool begin_step(int64_t t);
+  // Events since the last call (leave, join, dropped contributions).
+  std::vector<StrategyEvent> take_events();
+  // Whether this worker is away at step t (faults.absent).
+  bool absent(int64_t t) const { return faults_.absent(comm_.rank(), t); }
   // theta_g <- the worker's current parameters (after a DDP warm-up).
   void reset_global();
   const std::vector<at::Tensor>* global_params() const { return &global_views_; }
@@ -48,6 +67,10 @@ class OuterSync {
   at::Tensor second_moment_;  // (P) Adam's second moment (adam only)
   int64_t outer_steps_ = 0;   // Adam's bias-correction step count
   std::vector<at::Tensor> global_views_;
+  FaultPlan faults_;
+  std::vector<StrategyEvent> events_;
+  void outer_step(const at::Tensor& delta);
+  at::Tensor combine(at::Tensor delta, bool contributes, double wire_bytes, int64_t t, int64_t* contributors);
 };
 
 class DiLoCoStrategy : public Strategy {
@@ -56,6 +79,8 @@ class DiLoCoStrategy : public Strategy {
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
+  bool needs_gradient(int64_t t) const override;
+  std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
 
  private:
   std::vector<at::Tensor> params_;

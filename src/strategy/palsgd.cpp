@@ -8,8 +8,11 @@
 namespace atl {
 namespace {
 
-DiLoCoConfig outer_config(const PalsgdConfig& p) {
+DiLoCoConfig outer_config(const PalsgdConfig& p, const DiLoCoConfig& robust) {
   DiLoCoConfig d;
+  d.aggregator = robust.aggregator;  // robust aggregation is configured under [diloco] for every method
+  d.trim_fraction = robust.trim_fraction;
+  d.clip_norm = robust.clip_norm;
   d.inner_steps = p.inner_steps;
   d.outer_lr = p.outer_lr;
   d.outer_momentum = p.outer_momentum;
@@ -26,7 +29,7 @@ PalsgdStrategy::PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params
       // Private to this worker: (run seed, worker) — workers flip their own coins.
       coin_seed_(mix_seed(static_cast<uint64_t>(cfg.run.seed), static_cast<uint64_t>(comm.rank()) + 1, 0x9a15)),
       inner_(cfg.optim, params),
-      outer_(outer_config(cfg.palsgd), cfg.codec, params, comm),
+      outer_(outer_config(cfg.palsgd, cfg.diloco), cfg, params, comm),
       grad_codec_("fp32", cfg.codec) {}
 
 bool PalsgdStrategy::pseudo_sync(int64_t t) const {
@@ -41,7 +44,9 @@ void PalsgdStrategy::step(int64_t t, double lr) {
     if (t + 1 == cfg_.ddp_warmup_steps) outer_.reset_global();
     return;
   }
-  if (pseudo_sync(t)) {
+  if (outer_.begin_step(t)) {
+    // Away (faults.absent): no step of either kind, only the syncs.
+  } else if (pseudo_sync(t)) {
     at::NoGradGuard no_grad;
     const double pull = lr / cfg_.p * cfg_.eta;
     const auto& global = *outer_.global_params();
@@ -54,7 +59,7 @@ void PalsgdStrategy::step(int64_t t, double lr) {
     inner_.step(lr / (1.0 - cfg_.p));
     ++local_steps_;
   }
-  if ((t + 1) % cfg_.inner_steps == 0) outer_.sync();
+  if ((t + 1) % cfg_.inner_steps == 0) outer_.sync(t);
 }
 
 std::map<std::string, double> PalsgdStrategy::stats() const {

@@ -28,7 +28,11 @@ namespace atl {
 class PalsgdStrategy : public Strategy {
  public:
   PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
-  bool needs_gradient(int64_t t) const override { return !pseudo_sync(t); }
+  // No gradient on a pseudo-synchronisation step, nor while away (faults.absent).
+  bool needs_gradient(int64_t t) const override {
+    return !pseudo_sync(t) && !(t >= cfg_.ddp_warmup_steps && outer_.absent(t));
+  }
+  std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }

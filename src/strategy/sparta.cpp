@@ -328,13 +328,13 @@ SpartaDiLoCoStrategy::SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Te
                                            Communicator& comm)
     : inner_(cfg.optim, params),
       sparse_(cfg, params, comm),
-      outer_(cfg.diloco, cfg.codec, params, comm),
+      outer_(cfg.diloco, cfg, params, comm),
       inner_steps_(cfg.diloco.inner_steps) {}
 
 void SpartaDiLoCoStrategy::step(int64_t t, double lr) {
   inner_.step(lr);
   sparse_.after_step(t);
-  if ((t + 1) % inner_steps_ == 0) outer_.sync();
+  if ((t + 1) % inner_steps_ == 0) outer_.sync(t);
 }
 
 void SpartaStrategy::visit_state(StateVisitor& v) {

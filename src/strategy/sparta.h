@@ -118,6 +118,7 @@ class SpartaDiLoCoStrategy : public Strategy {
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
   std::map<std::string, double> stats() const override { return sparse_.stats(); }
+  std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
 
  private:
   InnerOptimizer inner_;

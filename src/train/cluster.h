@@ -31,6 +31,7 @@ struct WorkerReport {
   double comm_wall_s = 0;      // real runs: measured wall time inside collectives
   double compute_wall_s = 0;   // real runs: measured wall time of forward/backward and updates
   std::map<std::string, double> sent_by_tag;
+  std::vector<std::string> events;  // "fault" events (JSON lines) since the last report
 
   nlohmann::json to_json() const;
   static WorkerReport from_json(const nlohmann::json& j);

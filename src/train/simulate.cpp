@@ -61,6 +61,7 @@ struct WorkerSlot {
   double loss_sum = 0;
   int64_t loss_count = 0;
   double compute_wall = 0;  // wall seconds of compute (real runs report it)
+  std::vector<std::string> events;  // "fault" events (JSON) not yet written to the metrics
 
   WorkerReport report(double comm_wall) const {
     WorkerReport r;
@@ -77,6 +78,7 @@ struct WorkerSlot {
     r.comm_wall_s = comm_wall;
     r.compute_wall_s = compute_wall;
     r.sent_by_tag = l.sent_by_tag();
+    r.events = events;
     return r;
   }
 };
@@ -111,6 +113,7 @@ class Driver {
         compute_slots_(std::max<int64_t>(1, available_cores() / threads_)) {
     speed_ = parse_number_list(cfg.network.speed_factors, 1.0);  // checked by validate()
     speed_.resize(workers_, 1.0);
+    speed_changes_ = parse_speed_schedule(cfg.faults.speed_schedule);
     // Every worker starts from bit-identical parameters: same seed, same init.
     const uint64_t init_seed = static_cast<uint64_t>(cfg.run.seed);
     for (int64_t r : cluster.local_ranks()) {
@@ -223,9 +226,10 @@ class Driver {
         loss.backward();
         t1 = now();
       }
-      slot.clock.advance_compute(speed_[w] * (flops_mode ? modelled_step : t1 - t0));
+      const double speed = speed_at(slot, t);
+      slot.clock.advance_compute(speed * (flops_mode ? modelled_step : t1 - t0));
       strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
-      if (!flops_mode) slot.clock.advance_compute(speed_[w] * std::max(0.0, now() - t1));
+      if (!flops_mode) slot.clock.advance_compute(speed * std::max(0.0, now() - t1));
       slot.compute_wall += wall_compute(wall0, comm0);
       const double l = loss.item<double>();
       if (!std::isfinite(l))
@@ -252,6 +256,25 @@ class Driver {
                         is_correlation_step(step));
   }
 
+  // Worker w's compute-time factor at step t: network.speed_factors, then
+  // the faults.speed_schedule changes up to t (each logged when it happens).
+  double speed_at(WorkerSlot& slot, int64_t t) {
+    double factor = speed_[slot.rank];
+    for (const auto& change : speed_changes_) {
+      if (change.step > t) break;
+      if (change.worker != slot.rank) continue;
+      factor = change.factor;
+      if (change.step == t)
+        slot.events.push_back(fault_event(t, slot.rank, "speed", "compute-time factor " + std::to_string(factor)));
+    }
+    return factor;
+  }
+
+  static std::string fault_event(int64_t step, int64_t worker, const std::string& kind, const std::string& detail) {
+    return nlohmann::json{{"event", "fault"}, {"step", step}, {"worker", worker}, {"kind", kind}, {"detail", detail}}
+        .dump();
+  }
+
   bool is_checkpoint_step(int64_t step) const {
     if (step >= cfg_.train.steps) return false;  // the run is complete: nothing to resume
     const int64_t every = cfg_.run.checkpoint_every;
@@ -266,6 +289,9 @@ class Driver {
     const bool eval = is_eval_step(step), log = is_log_step(step), checkpoint = is_checkpoint_step(step);
     if (!eval && !log && !checkpoint) return false;
     cluster_.meet([&] {
+      for (auto& s : slots_)  // the strategies' events since the last meeting
+        for (const auto& e : s.strategy->take_events())
+          s.events.push_back(fault_event(e.step, s.rank, e.kind, e.detail));
       if (eval || log) observe(step, log, eval);
       // Every process takes part in the same observer collectives.
       const bool stop = step < cfg_.train.steps &&
@@ -321,6 +347,14 @@ class Driver {
     v.real("loss_sum", slot.loss_sum);
     v.integer("loss_count", slot.loss_count);
     v.real("compute_wall", slot.compute_wall);
+    std::string events;
+    for (const auto& e : slot.events) events += e + "\n";
+    v.text("events", events);
+    if (v.loading()) {
+      slot.events.clear();
+      for (size_t start = 0, end; (end = events.find('\n', start)) != std::string::npos; start = end + 1)
+        slot.events.push_back(events.substr(start, end - start));
+    }
   }
 
   // The leader's observer state (running figures between log lines).
@@ -335,6 +369,7 @@ class Driver {
     v.real("last_train_loss", last_train_loss_);
     v.real("last_val_loss", last_val_loss_);
     v.real("last_correlation", last_correlation_);
+    v.integer("outages_logged", outages_logged_);
     int64_t jsonl = static_cast<int64_t>(log_.jsonl_bytes()), csv = static_cast<int64_t>(log_.csv_bytes());
     v.integer("metrics.jsonl_bytes", jsonl);  // read by train() before the log reopens
     v.integer("metrics.csv_bytes", csv);
@@ -381,6 +416,7 @@ class Driver {
       local.push_back(s.report(cluster_.measured_comm_seconds(s.rank)));
       s.loss_sum = 0;
       s.loss_count = 0;
+      s.events.clear();
     }
     reports_ = cluster_.reports(local);
     const std::string which = eval_model_kind();
@@ -418,6 +454,9 @@ class Driver {
                              {"utilisation", sim_time > 0 ? (compute / n) / sim_time : 1.0},
                              {"bytes_sent_per_worker", sent / n},
                              {"bytes_received_per_worker", received / n}};
+    for (const auto& r : reports_)  // rank order
+      for (const auto& e : r.events) log_.write(nlohmann::json::parse(e));
+    log_outages(step, sim_time);
     ProgressInfo info;
     info.step = step;
     info.total_steps = cfg_.train.steps;
@@ -472,6 +511,18 @@ class Driver {
       info.correlation = last_correlation_;
     if (hooks_.progress) hooks_.progress(info);
     if (last) finish(loss, sim_time, compute / n, sent / n, tokens_per_s, params);
+  }
+
+  // A "fault" event for each link outage the simulated clock has reached.
+  void log_outages(int64_t step, double sim_time) {
+    const auto& outages = net_.outages();
+    for (; outages_logged_ < int64_t(outages.size()); ++outages_logged_) {
+      const Outage& o = outages[size_t(outages_logged_)];
+      if (o.from > sim_time) break;
+      log_.write(nlohmann::json::parse(fault_event(step, o.worker, "outage",
+                                                   "link down from " + format_number("%g", o.from) + " s to " +
+                                                       format_number("%g", o.to) + " s (simulated)")));
+    }
   }
 
   std::string eval_model_kind() const {
@@ -598,6 +649,8 @@ class Driver {
   ComputeSlots compute_slots_;
   std::vector<WorkerSlot> slots_;
   std::vector<double> speed_;
+  std::vector<SpeedChange> speed_changes_;
+  int64_t outages_logged_ = 0;  // network outages (in time order) already in the metrics
   std::vector<WorkerReport> reports_;  // every worker's, from the latest observation
   std::shared_ptr<Model> eval_model_;
   int64_t params_ = 0;
@@ -659,7 +712,8 @@ nlohmann::json WorkerReport::to_json() const {
   return {{"loss_sum", loss_sum}, {"loss_count", loss_count}, {"sim_now", sim_now},
           {"compute_s", compute_s}, {"blocked_s", blocked_s}, {"sent", sent},
           {"received", received}, {"ops", ops}, {"network_model_s", network_model_s},
-          {"comm_wall_s", comm_wall_s}, {"compute_wall_s", compute_wall_s}, {"sent_by_tag", sent_by_tag}};
+          {"comm_wall_s", comm_wall_s}, {"compute_wall_s", compute_wall_s}, {"sent_by_tag", sent_by_tag},
+          {"events", events}};
 }
 
 WorkerReport WorkerReport::from_json(const nlohmann::json& j) {
@@ -676,6 +730,7 @@ WorkerReport WorkerReport::from_json(const nlohmann::json& j) {
   r.comm_wall_s = j.at("comm_wall_s");
   r.compute_wall_s = j.at("compute_wall_s");
   r.sent_by_tag = j.at("sent_by_tag").get<std::map<std::string, double>>();
+  r.events = j.at("events").get<std::vector<std::string>>();
   return r;
 }
 

@@ -1,0 +1,144 @@
+// The CLI under SIGKILL and SIGTERM: a run killed at random moments (also
+// mid-write) never leaves a torn checkpoint, and resuming it again and again
+// ends bitwise where the run that was never killed ends.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "atoll/data.h"
+#include "atoll/train.h"
+#include "child_process.h"
+#include "test_util.h"
+#include "tiny_data.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_file.h"
+
+namespace atl {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+
+Config kill_config(const std::string& out_dir) {
+  Config cfg = tiny_config("diloco", 2);
+  cfg.run.out_dir = out_dir;
+  cfg.train.steps = 400;
+  cfg.train.eval_every = 100;
+  cfg.train.log_every = 10;
+  cfg.diloco.inner_steps = 7;
+  cfg.run.checkpoint_every = 3;
+  cfg.run.keep_checkpoints = 2;
+  cfg.network.compute_time = "flops";
+  return cfg;
+}
+
+std::string write_config(const testing::TempDir& tmp, Config cfg) {
+  return tmp.write("run.toml", to_toml(cfg));
+}
+
+nlohmann::json end_event(const fs::path& dir) {
+  std::ifstream in(dir / "summary.json");
+  return nlohmann::json::parse(in).at("end");
+}
+
+std::vector<std::string> parts_of(const Config& cfg) {
+  std::vector<std::string> parts = {"driver"};
+  for (int64_t r = 0; r < cfg.strategy.workers; ++r) parts.push_back(worker_part(r));
+  return parts;
+}
+
+// Every checkpoint file on disk parses (checksum included); returns how many.
+int check_every_checkpoint_file(const fs::path& run_dir) {
+  int files = 0;
+  const fs::path folder = run_dir / "checkpoints";
+  if (!fs::exists(folder)) return 0;
+  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+    if (entry.path().extension() != ".ckpt") continue;  // *.ckpt.tmp: an unfinished write, never read
+    EXPECT_NO_THROW(parse_checkpoint(detail::read_file_bytes(entry.path().string()))) << entry.path();
+    ++files;
+  }
+  return files;
+}
+
+TEST(KillLoop, SigkillAtRandomMomentsNeverLeavesATornCheckpointAndResumingEndsBitwiseLikeTheWholeRun) {
+  testing::TempDir tmp;
+  Config cfg = kill_config(tmp.str());
+  cfg.run.name = "whole";
+  train(cfg);
+  cfg.run.name = "killed";
+  const std::string path = write_config(tmp, cfg);
+  const fs::path dir = tmp.path("killed");
+  const CheckpointStore store(dir);
+
+  uint64_t rng = 2026;
+  int kills = 0, files_checked = 0, resumed = 0;
+  bool finished = false;
+  for (int round = 0; round < 30 && !finished; ++round) {
+    const bool can_resume = store.latest_complete(parts_of(cfg), nullptr) >= 0;
+    resumed += can_resume;
+    testing::ChildProcess run(kAtoll, {"train", path, can_resume ? "--resume" : "--overwrite"}, tmp.path("out"),
+                              tmp.path("err"));
+    const int code = run.wait_exit(std::chrono::milliseconds(500 + splitmix64(rng) % 1200));
+    if (code == -1) {
+      run.signal(SIGKILL);
+      ASSERT_EQ(run.wait_exit(10s), 128 + SIGKILL);
+      ++kills;
+    } else {
+      ASSERT_EQ(code, 0) << run.err_text();
+      finished = true;
+    }
+    files_checked += check_every_checkpoint_file(dir);
+  }
+  if (!finished) {
+    testing::ChildProcess run(kAtoll, {"train", path, "--resume"}, tmp.path("out"), tmp.path("err"));
+    ASSERT_EQ(run.wait_exit(120s), 0) << run.err_text();
+  }
+  std::printf("kill loop: %d SIGKILLs, %d resumes, %d checkpoint files checked, none torn\n", kills, resumed,
+              files_checked);
+  EXPECT_GE(kills, 10);
+  EXPECT_GE(resumed, 5);
+  const auto whole = end_event(tmp.path("whole")), killed = end_event(dir);
+  EXPECT_EQ(killed.at("params_hash_per_worker"), whole.at("params_hash_per_worker"));
+  EXPECT_EQ(killed.at("final_val_loss"), whole.at("final_val_loss"));
+  EXPECT_EQ(killed.at("ledger_per_worker"), whole.at("ledger_per_worker"));
+  EXPECT_EQ(killed.at("sim_time_s"), whole.at("sim_time_s"));
+}
+
+TEST(StopSignal, SigtermStopsWithACheckpointAndExit130AndResumeFinishesTheRunExactly) {
+  testing::TempDir tmp;
+  Config cfg = kill_config(tmp.str());
+  cfg.run.checkpoint_every = 0;  // the only checkpoint is the one the signal asks for
+  cfg.run.name = "whole";
+  train(cfg);
+  cfg.run.name = "stopped";
+  const std::string path = write_config(tmp, cfg);
+  const fs::path dir = tmp.path("stopped");
+  {
+    testing::ChildProcess run(kAtoll, {"train", path}, tmp.path("out"), tmp.path("err"));
+    // Signal once training is under way (a few train lines logged).
+    for (int i = 0; i < 3000; ++i) {
+      std::ifstream in(dir / "metrics.jsonl");
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      if (std::count(text.begin(), text.end(), '\n') >= 4) break;
+      std::this_thread::sleep_for(5ms);
+    }
+    run.signal(SIGTERM);
+    ASSERT_EQ(run.wait_exit(60s), 130) << run.err_text();
+    EXPECT_NE(run.out_text().find("continue with the same command and --resume"), std::string::npos) << run.out_text();
+  }
+  EXPECT_FALSE(fs::exists(dir / "summary.json"));
+  const auto steps = CheckpointStore(dir).steps();
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_GT(steps[0], 0);
+  EXPECT_LT(steps[0], cfg.train.steps);
+  testing::ChildProcess run(kAtoll, {"train", path, "--resume"}, tmp.path("out"), tmp.path("err"));
+  ASSERT_EQ(run.wait_exit(120s), 0) << run.err_text();
+  EXPECT_EQ(end_event(dir).at("params_hash_per_worker"), end_event(tmp.path("whole")).at("params_hash_per_worker"));
+}
+
+}  // namespace
+}  // namespace atl
