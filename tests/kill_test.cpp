@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "atoll/data.h"
@@ -138,6 +139,71 @@ TEST(StopSignal, SigtermStopsWithACheckpointAndExit130AndResumeFinishesTheRunExa
   testing::ChildProcess run(kAtoll, {"train", path, "--resume"}, tmp.path("out"), tmp.path("err"));
   ASSERT_EQ(run.wait_exit(120s), 0) << run.err_text();
   EXPECT_EQ(end_event(dir).at("params_hash_per_worker"), end_event(tmp.path("whole")).at("params_hash_per_worker"));
+}
+
+// Real runs (two processes over Gloo, started by `atoll launch`).
+
+// Child processes of `parent` (from /proc).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    long long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent) out.push_back(static_cast<pid_t>(std::stoll(name)));
+  }
+  return out;
+}
+
+TEST(RealRunResume, ATwoProcessRunStoppedAndResumedEndsBitwiseLikeTheSimulatedRun) {
+  testing::TempDir tmp;
+  Config cfg = kill_config(tmp.str());
+  cfg.train.steps = 60;
+  cfg.run.name = "simulated";
+  train(cfg);
+  cfg.run.name = "real";
+  const std::string path = write_config(tmp, cfg);
+  {
+    testing::ChildProcess first(kAtoll, {"launch", "--nproc=2", path, "--run.stop_at=25"}, tmp.path("out1"),
+                                tmp.path("err1"));
+    ASSERT_EQ(first.wait_exit(120s), 0) << first.err_text() << first.out_text();
+    EXPECT_NE(first.out_text().find("stopped after step 25"), std::string::npos) << first.out_text();
+  }
+  testing::ChildProcess second(kAtoll, {"launch", "--nproc=2", path, "--resume"}, tmp.path("out2"), tmp.path("err2"));
+  ASSERT_EQ(second.wait_exit(120s), 0) << second.err_text() << second.out_text();
+  const auto real = end_event(tmp.path("real")), simulated = end_event(tmp.path("simulated"));
+  EXPECT_EQ(real.at("params_hash_per_worker"), simulated.at("params_hash_per_worker"));
+  EXPECT_EQ(real.at("final_val_loss"), simulated.at("final_val_loss"));
+}
+
+TEST(MaxRestarts, ARankKilledMidRunIsRestartedFromTheLastCheckpointAndTheRunEndsExactly) {
+  testing::TempDir tmp;
+  Config cfg = kill_config(tmp.str());
+  cfg.train.steps = 300;
+  cfg.run.name = "simulated";
+  train(cfg);
+  cfg.run.name = "real";
+  const std::string path = write_config(tmp, cfg);
+  testing::ChildProcess launcher(kAtoll, {"launch", "--nproc=2", "--max-restarts=2", "--grace=2", path},
+                                 tmp.path("out"), tmp.path("err"));
+  const CheckpointStore store(tmp.path("real"));
+  for (int i = 0; i < 6000 && store.latest_complete({"driver", worker_part(0), worker_part(1)}, nullptr) < 30; ++i)
+    std::this_thread::sleep_for(10ms);
+  const auto ranks = children_of(launcher.pid());
+  ASSERT_EQ(ranks.size(), 2u);
+  kill(ranks[1], SIGKILL);
+  ASSERT_EQ(launcher.wait_exit(180s), 0) << launcher.err_text();
+  EXPECT_NE(launcher.err_text().find("restarting the job (1 of 2)"), std::string::npos) << launcher.err_text();
+  EXPECT_NE(launcher.err_text().find("resuming from the checkpoint of step"), std::string::npos) << launcher.err_text();
+  EXPECT_EQ(end_event(tmp.path("real")).at("params_hash_per_worker"),
+            end_event(tmp.path("simulated")).at("params_hash_per_worker"));
 }
 
 }  // namespace

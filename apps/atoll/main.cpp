@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <cstdio>
@@ -163,6 +164,21 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
       overrides.insert(overrides.begin(), "strategy.workers=" + std::to_string(dist.world_size));
   }
   atl::Config cfg = atl::load_config(config_path, overrides);
+  // A job restarted by `atoll launch --max-restarts` (or torchrun) continues
+  // from its newest complete checkpoint, or starts over when it has none.
+  const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  if (!print_only && restarts != nullptr && std::atoll(restarts) > 0 && !cfg.run.resume) {
+    const int64_t step = atl::latest_checkpoint(cfg, real ? dist.rank : -1);
+    if (step >= 0) {
+      cfg.run.resume = true;
+      cfg.run.overwrite = false;
+    } else {
+      cfg.run.overwrite = true;
+    }
+    std::fprintf(stderr, "atoll: restart %s: %s\n", restarts,
+                 step >= 0 ? ("resuming from the checkpoint of step " + std::to_string(step)).c_str()
+                           : "no complete checkpoint; starting the run again");
+  }
   if (print_only) {
     std::cout << atl::to_toml(cfg);
     return 0;
@@ -317,6 +333,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   launch->add_option("--master-port", launch_opts.master_port,
                      "rendezvous port (0: a free one; required with --nnodes > 1)")
+      ->capture_default_str();
+  launch->add_option("--max-restarts", launch_opts.max_restarts,
+                     "after a rank fails, restart the job up to this many times; it resumes from the newest "
+                     "checkpoint (set run.checkpoint_every)")
       ->capture_default_str();
   launch->add_option("--grace", launch_opts.grace_seconds,
                      "seconds between SIGTERM and SIGKILL when a rank fails or on Ctrl-C")

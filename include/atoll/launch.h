@@ -24,6 +24,10 @@ struct LaunchOptions {
   int master_port = 0;                     // 0: pick a free TCP port on master_addr
   std::vector<std::string> argv;           // program and arguments run by every rank;
                                            // argv[0] without '/' is looked up on PATH
+  int64_t max_restarts = 0;                // after a rank fails, run the whole job again up to
+                                           // this many times (torchrun --max-restarts); ranks see
+                                           // TORCHELASTIC_RESTART_COUNT and `atoll train` resumes
+                                           // from the newest complete checkpoint
   double grace_seconds = 10;               // after a failure or a forwarded signal:
                                            // SIGTERM, then SIGKILL after this long
   std::ostream* out = nullptr;             // prefixed child stdout (nullptr: std::cout)
@@ -35,6 +39,7 @@ struct LaunchResult {
                               // code (128 + signal if killed), or 128 + signal when the
                               // launcher was interrupted
   int64_t failed_rank = -1;   // first rank that failed, -1 if none (also when interrupted)
+  int64_t restarts = 0;       // how often the job was restarted (--max-restarts)
   std::string error;          // "rank 1 exited with code 3: <its stderr line>",
                               // "rank 0 was killed by signal 9 (Killed)",
                               // "interrupted by signal 2 (Interrupt)"; empty on success

@@ -64,6 +64,10 @@ std::string blas_kernel_warning();
 
 RunSummary train(const Config& cfg, const TrainHooks& hooks = {});
 
+// The newest checkpoint step of cfg's run folder whose files are intact:
+// all of them (rank < 0, a simulation) or rank `rank`'s own; -1 if none.
+int64_t latest_checkpoint(const Config& cfg, int64_t rank = -1);
+
 // The same run with no run folder (metrics only in RunSummary::events).
 RunSummary simulate(const Config& cfg, const TrainHooks& hooks = {});
 

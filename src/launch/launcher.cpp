@@ -132,6 +132,7 @@ void validate(const LaunchOptions& opts) {
     throw std::invalid_argument("launch: no program to run (argv must start with a program "
                                 "path or a name found on PATH)");
   }
+  if (opts.max_restarts < 0) throw std::invalid_argument("launch: max_restarts must be >= 0");
   if (opts.master_port < 0 || opts.master_port > 65535) {
     throw std::invalid_argument("launch: master_port must be 1..65535, or 0 to pick a free "
                                 "port, got " + std::to_string(opts.master_port));
@@ -313,7 +314,7 @@ ExecPlan plan_exec(const std::vector<std::string>& args) {
 }
 
 // The parent's environment with the torchrun variables replaced.
-std::vector<std::string> rank_environment(const LaunchOptions& opts, int port, int64_t rank) {
+std::vector<std::string> rank_environment(const LaunchOptions& opts, int port, int64_t rank, int64_t restart) {
   const std::vector<std::pair<std::string, std::string>> added = {
       {"RANK", std::to_string(opts.node_rank * opts.nproc + rank)},
       {"LOCAL_RANK", std::to_string(rank)},
@@ -321,7 +322,10 @@ std::vector<std::string> rank_environment(const LaunchOptions& opts, int port, i
       {"LOCAL_WORLD_SIZE", std::to_string(opts.nproc)},
       {"GROUP_RANK", std::to_string(opts.node_rank)},
       {"MASTER_ADDR", opts.master_addr},
-      {"MASTER_PORT", std::to_string(port)}};
+      {"MASTER_PORT", std::to_string(port)},
+      // As torchrun: how often the job was restarted; atoll train then
+      // resumes from the newest checkpoint.
+      {"TORCHELASTIC_RESTART_COUNT", std::to_string(restart)}};
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string entry = *e;
@@ -383,8 +387,8 @@ std::vector<std::string> rank_environment(const LaunchOptions& opts, int port, i
 
 class Launcher {
  public:
-  Launcher(const LaunchOptions& opts, int port, const SignalScope& signals)
-      : opts_(opts), port_(port), signals_(signals),
+  Launcher(const LaunchOptions& opts, int port, const SignalScope& signals, int64_t restart)
+      : opts_(opts), port_(port), restart_(restart), signals_(signals),
         out_(opts.out ? opts.out : &std::cout), err_(opts.err ? opts.err : &std::cerr) {}
 
   // Safety net for exceptions: nothing may outlive launch_local().
@@ -433,7 +437,7 @@ class Launcher {
   // Starts one rank; false when its program could not be executed (the
   // child exits 127 and is reaped as a failure like any other).
   bool spawn(Rank& r, const ExecPlan& plan) {
-    const std::vector<std::string> env = rank_environment(opts_, port_, r.index);
+    const std::vector<std::string> env = rank_environment(opts_, port_, r.index, restart_);
     std::vector<char*> envp;
     for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
@@ -694,6 +698,7 @@ class Launcher {
 
   const LaunchOptions& opts_;
   const int port_;
+  const int64_t restart_;
   const SignalScope& signals_;
   std::ostream* out_;
   std::ostream* err_;
@@ -750,7 +755,6 @@ int pick_free_port(const std::string& addr) {
 
 LaunchResult launch_local(const LaunchOptions& opts) {
   validate(opts);
-  const int port = opts.master_port != 0 ? opts.master_port : pick_free_port(opts.master_addr);
   if (g_busy.exchange(true)) {
     throw std::runtime_error("launch: another launch_local() is already running in this "
                              "process");
@@ -758,9 +762,21 @@ LaunchResult launch_local(const LaunchOptions& opts) {
   struct Release {
     ~Release() { g_busy.store(false); }
   } release;
-  SignalScope signals;
-  Launcher launcher(opts, port, signals);  // destroyed (children reaped) before signals
-  return launcher.run();
+  std::ostream& err = opts.err ? *opts.err : std::cerr;
+  for (int64_t restart = 0;; ++restart) {
+    const int port = opts.master_port != 0 ? opts.master_port : pick_free_port(opts.master_addr);
+    LaunchResult result;
+    {
+      SignalScope signals;
+      Launcher launcher(opts, port, signals, restart);  // destroyed (children reaped) before signals
+      result = launcher.run();
+    }
+    result.restarts = restart;
+    // A rank failed (not an interrupt): run the job again while restarts are left.
+    if (result.exit_code == 0 || result.failed_rank < 0 || restart >= opts.max_restarts) return result;
+    err << "[launcher] " << result.error << "; restarting the job (" << restart + 1 << " of " << opts.max_restarts
+        << ")" << std::endl;
+  }
 }
 
 }  // namespace atl

@@ -834,6 +834,17 @@ std::unique_ptr<MetricsLog> reopen_for_resume(const std::filesystem::path& dir, 
   return log;
 }
 
+int64_t latest_checkpoint(const Config& cfg, int64_t rank) {
+  std::vector<std::string> parts;
+  if (rank >= 0) {
+    parts.push_back(worker_part(rank));
+  } else {
+    parts.push_back("driver");
+    for (int64_t r = 0; r < cfg.strategy.workers; ++r) parts.push_back(worker_part(r));
+  }
+  return CheckpointStore(std::filesystem::path(cfg.run.out_dir) / cfg.run.name).latest_complete(parts, nullptr);
+}
+
 RunSummary train(const Config& cfg, const TrainHooks& hooks) {
   throw_if_errors(validate(cfg));
   CheckpointPlan plan;
