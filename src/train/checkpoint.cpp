@@ -301,7 +301,10 @@ std::string config_difference(const std::string& saved, const std::string& now) 
   std::vector<std::string> diffs;
   auto value = [](const std::map<std::string, std::string>& m, const std::string& k) {
     auto it = m.find(k);
-    return it == m.end() ? std::string("(absent)") : "'" + it->second + "'";
+    if (it == m.end()) return std::string("(absent)");
+    std::string v = it->second;  // TOML text: strings come quoted
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    return "'" + v + "'";
   };
   std::set<std::string> keys;
   for (const auto& kv : a) keys.insert(kv.first);

@@ -860,7 +860,19 @@ RunSummary train(const Config& cfg, const TrainHooks& hooks) {
     log = std::make_unique<MetricsLog>(plan.run_dir.string());
   }
   StopSignalScope signals;
-  RunSummary s = run_with_log(cfg, *log, hooks, plan);
+  RunSummary s;
+  try {
+    s = run_with_log(cfg, *log, hooks, plan);
+  } catch (...) {
+    // A new run that failed before its first logged step (unreadable data,
+    // say) leaves no folder behind to block the corrected command.
+    if (!cfg.run.resume && log->lines().size() <= 1 && CheckpointStore(plan.run_dir).steps().empty()) {
+      log.reset();
+      std::error_code ec;
+      std::filesystem::remove_all(plan.run_dir, ec);
+    }
+    throw;
+  }
   s.run_dir = plan.run_dir.string();
   if (s.stopped_at < 0) write_summary(plan.run_dir, s);
   return s;
