@@ -296,7 +296,7 @@ std::map<std::string, std::string> parse_lines(const std::string& text) {
 
 }  // namespace
 
-std::string config_difference(const std::string& saved, const std::string& now) {
+std::string config_difference(const std::string& saved, const std::string& now, const std::string& where_saved) {
   const auto a = parse_lines(saved), b = parse_lines(now);
   std::vector<std::string> diffs;
   auto value = [](const std::map<std::string, std::string>& m, const std::string& k) {
@@ -310,7 +310,7 @@ std::string config_difference(const std::string& saved, const std::string& now) 
   for (const auto& kv : a) keys.insert(kv.first);
   for (const auto& kv : b) keys.insert(kv.first);
   for (const auto& k : keys)
-    if (value(a, k) != value(b, k)) diffs.push_back(k + ": " + value(a, k) + " in the checkpoint, " + value(b, k) + " now");
+    if (value(a, k) != value(b, k)) diffs.push_back(k + ": " + value(a, k) + " " + where_saved + ", " + value(b, k) + " now");
   std::string out;
   for (size_t i = 0; i < diffs.size() && i < 4; ++i) out += (i ? "; " : "") + diffs[i];
   if (diffs.size() > 4) out += "; and " + std::to_string(diffs.size() - 4) + " more";

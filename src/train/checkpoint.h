@@ -90,7 +90,8 @@ std::string worker_part(int64_t rank);
 // (run.seed stays). A checkpoint resumes only a run with the same text.
 struct Config;
 std::string trajectory_config(const Config& cfg);
-// The first few keys whose values differ, as "key: 'a' in the checkpoint, 'b' now".
-std::string config_difference(const std::string& saved, const std::string& now);
+// The first few keys whose values differ, as "key: 'a' <where_saved>, 'b' now".
+std::string config_difference(const std::string& saved, const std::string& now,
+                              const std::string& where_saved = "in the checkpoint");
 
 }  // namespace atl

@@ -797,7 +797,7 @@ int64_t find_resume_step(const Config& cfg, const std::filesystem::path& dir, co
   const std::string now = trajectory_config(cfg), then = trajectory_config(started);
   if (now != then)
     throw std::runtime_error("cannot resume '" + dir.string() + "': it was started with other settings (" +
-                             config_difference(then, now) + "); resume with the same config and overrides");
+                             config_difference(then, now, "when it started") + "); resume with the same config and overrides");
   const CheckpointStore store(dir);
   std::vector<std::string> skipped;
   const int64_t step = store.latest_complete(parts, &skipped);
