@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <cctype>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -508,7 +509,8 @@ std::vector<std::string> validate(const Config& c) {
   need(c.demo.topk >= 1, "demo.topk (k) must be >= 1");
   need(c.demo.chunk >= 1, "demo.chunk (c) must be >= 1");
   enum_check("demo.index_dtype", c.demo.index_dtype, {"int16", "int64"});
-  need(c.demo.index_dtype != "int16" || c.demo.chunk * c.demo.chunk <= 32768,
+  // chunk <= 181 <=> chunk^2 <= 32768, without squaring a huge value (fuzz finding).
+  need(c.demo.index_dtype != "int16" || c.demo.chunk <= 181,
        "demo.index_dtype = 'int16' holds blocks of at most 32768 entries: demo.chunk must be <= 181");
   need(c.demo.weight_decay >= 0, "demo.weight_decay must be >= 0");
   need(c.streaming.fragment_blocks >= 1, "streaming.fragment_blocks must be >= 1");
@@ -516,8 +518,9 @@ std::vector<std::string> validate(const Config& c) {
   need(c.streaming.overlap >= 0, "streaming.overlap (tau) must be >= 0");
   need(c.streaming.alpha >= 0 && c.streaming.alpha <= 1, "streaming.alpha must be in [0, 1]");
   if (c.strategy.name == "streaming" && c.model.kind == "gpt" && c.streaming.fragment_blocks >= 1 &&
-      c.diloco.inner_steps >= 1) {
-    const int64_t fragments = (c.model.n_layer + c.streaming.fragment_blocks - 1) / c.streaming.fragment_blocks;
+      c.diloco.inner_steps >= 1 && c.model.n_layer >= 1) {
+    // ceil(n_layer / fragment_blocks) without overflow for huge n_layer (fuzz finding).
+    const int64_t fragments = (c.model.n_layer - 1) / c.streaming.fragment_blocks + 1;
     need(c.diloco.inner_steps % fragments == 0,
          "streaming: diloco.inner_steps (H = " + std::to_string(c.diloco.inner_steps) +
              ") must be a multiple of the number of fragments F = " + std::to_string(fragments) +
@@ -541,7 +544,9 @@ std::vector<std::string> validate(const Config& c) {
   need(c.network.device_flops > 0, "network.device_flops must be > 0");
   // Units, per-worker lists and their lengths, checked by the code that uses them.
   try {
-    NetworkModel::from_config(c.network, std::max<int64_t>(1, c.strategy.workers), 0);
+    // Clamped to the allowed range, so an absurd strategy.workers (reported
+    // above) does not allocate a link per worker here (fuzz finding).
+    NetworkModel::from_config(c.network, std::clamp<int64_t>(c.strategy.workers, 1, 256), 0);
   } catch (const std::exception& ex) {
     e.push_back(ex.what());
   }
