@@ -83,13 +83,12 @@ TEST(KillLoop, SigkillAtRandomMomentsNeverLeavesATornCheckpointAndResumingEndsBi
     resumed += before >= 0;
     testing::ChildProcess run(kAtoll, {"train", path, before >= 0 ? "--resume" : "--overwrite"}, tmp.path("out"),
                               tmp.path("err"));
-    // Kill at a random moment after the run has written a new checkpoint
+    // Kill at a random moment after the run has completed a new checkpoint
     // (so every round makes progress, however slow the build), within the
     // next ~20 checkpoint writes, often in the middle of one.
     int code = -1;
     for (int i = 0; i < 24000 && code == -1; ++i) {
-      const auto steps = store.steps();
-      if (!steps.empty() && steps.front() > before) break;
+      if (store.latest_complete(parts_of(cfg), nullptr) > before) break;  // a whole new checkpoint
       code = run.wait_exit(5ms);
     }
     if (code == -1) code = run.wait_exit(std::chrono::milliseconds(splitmix64(rng) % 400));
