@@ -14,7 +14,7 @@
 //   then        meta.json bytes, train.bin bytes, and the rest is val.bin
 // Lengths that run past the end of the input are cut to what is there.
 //
-// The folder lives in /dev/shm (one per fuzzing process). Expected:
+// The folder lives in /dev/shm (one per fuzzing process; see folder()). Expected:
 // std::runtime_error / std::invalid_argument with a message. Findings:
 // crashes, sanitizer reports, any other exception, timeouts.
 #include <unistd.h>
@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -37,9 +38,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// $ATOLL_FUZZ_TMP (scripts/fuzz: a folder it removes at the end, so that a
+// crashed run leaves nothing behind), else /dev/shm.
 const fs::path& folder() {
   static const fs::path dir = [] {
-    fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+    const char* env = std::getenv("ATOLL_FUZZ_TMP");
+    fs::path base = env && *env ? fs::path(env)
+                    : fs::exists("/dev/shm") ? fs::path("/dev/shm")
+                                             : fs::temp_directory_path();
     fs::path d = base / ("atoll_fuzz_token_" + std::to_string(::getpid()));
     fs::create_directories(d);
     return d;

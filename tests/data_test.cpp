@@ -171,6 +171,28 @@ TEST(LoadTokenData, EmptyOrMissingSplitIsAnError) {
   EXPECT_NE(msg.find("val.bin"), std::string::npos) << msg;
 }
 
+TEST(LoadTokenData, MetaFloatsWhereIntegersBelongAreRejectedNamingTheKey) {
+  TempDir dir;
+  write_token_file(dir / "train.bin", {1, 2, 3});
+  write_token_file(dir / "val.bin", {4, 5});
+  // Each of these once reached a float-to-integer cast that was undefined
+  // (inputs in fuzz/regressions/fuzz_token_file).
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"vocab_size": 3e32, "tokenizer": "bin"})", "vocab_size"},
+      {R"({"vocab_size": 256, "tokenizer": "byte", "train_docs": [0, 1e30]})", "train_docs"},
+      {R"({"vocab_size": 1, "tokenizer": "char", "char_vocab": [-5.5]})", "char_vocab"},
+      {R"({"vocab_size": 2, "tokenizer": "char", "char_vocab": [10, 4294967296]})", "char_vocab"},
+      {R"({"vocab_size": 256, "tokenizer": "byte", "val_docs": [-1]})", "val_docs"}};
+  for (const auto& [meta, key] : cases) {
+    write_raw(dir / "meta.json", meta);
+    const std::string msg = error_of([&] { load_token_data(dir.str()); });
+    EXPECT_NE(msg.find(key), std::string::npos) << meta << " -> " << msg;
+    EXPECT_NE(msg.find("meta.json"), std::string::npos) << msg;
+  }
+  write_raw(dir / "meta.json", R"({"vocab_size": 256, "tokenizer": "byte", "train_docs": [0, 2]})");
+  EXPECT_EQ(load_token_data(dir.str()).train.doc_starts, (std::vector<int64_t>{0, 2}));
+}
+
 // ---------------------------------------------------------------- preparation
 
 TEST(PrepareDocuments, TwentyDocsPutExactlyDocumentNineteenInVal) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,29 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// meta.json integers, read strictly: nlohmann converts a float such as 1e30
+// or -5.5 to an integer type by a plain cast, which is undefined behaviour
+// when the value does not fit (found by fuzz/fuzz_token_file).
+int64_t integer_in(const json& value, int64_t lo, int64_t hi, const char* key) {
+  if (!value.is_number_integer())
+    throw std::runtime_error(std::string(key) + " must hold integers, not " + value.dump());
+  const bool fits = value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(hi)
+                                               : value.get<int64_t>() >= lo && value.get<int64_t>() <= hi;
+  if (!fits)
+    throw std::runtime_error(std::string(key) + " value " + value.dump() + " is outside " +
+                             std::to_string(lo) + ".." + std::to_string(hi));
+  return value.is_number_unsigned() ? static_cast<int64_t>(value.get<uint64_t>()) : value.get<int64_t>();
+}
+
+template <typename T>
+std::vector<T> integers_in(const json& value, int64_t lo, int64_t hi, const char* key) {
+  if (!value.is_array()) throw std::runtime_error(std::string(key) + " must be an array of integers");
+  std::vector<T> out;
+  out.reserve(value.size());
+  for (const json& item : value) out.push_back(static_cast<T>(integer_in(item, lo, hi, key)));
+  return out;
+}
 
 // Checks token ids and document starts of one split; throws naming the file.
 void validate_split(const TokenSplit& split, int64_t vocab_size, const std::string& file) {
@@ -80,15 +104,20 @@ TokenData load_token_data(const std::string& dir, int64_t vocab_size_hint) {
     json meta;
     try {
       meta = json::parse(detail::read_file_bytes(meta_path));
-      data.vocab_size = meta.at("vocab_size").get<int64_t>();
+      constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+      data.vocab_size = integer_in(meta.at("vocab_size"), std::numeric_limits<int64_t>::min(), kMax, "vocab_size");
       data.tokenizer = meta.at("tokenizer").get<std::string>();
       if (meta.contains("train_docs"))
-        data.train.doc_starts = meta["train_docs"].get<std::vector<int64_t>>();
+        data.train.doc_starts = integers_in<int64_t>(meta["train_docs"], 0, kMax, "train_docs");
       if (meta.contains("val_docs"))
-        data.val.doc_starts = meta["val_docs"].get<std::vector<int64_t>>();
+        data.val.doc_starts = integers_in<int64_t>(meta["val_docs"], 0, kMax, "val_docs");
       if (meta.contains("char_vocab"))
-        data.char_vocab = meta["char_vocab"].get<std::vector<uint32_t>>();
+        data.char_vocab = integers_in<uint32_t>(meta["char_vocab"], 0, 0x10FFFF, "char_vocab");
     } catch (const json::exception& e) {
+      throw std::runtime_error(meta_path + ": " + e.what() +
+                               "; prepare the data again or delete meta.json and pass "
+                               "data.vocab_size");
+    } catch (const std::runtime_error& e) {
       throw std::runtime_error(meta_path + ": " + e.what() +
                                "; prepare the data again or delete meta.json and pass "
                                "data.vocab_size");
