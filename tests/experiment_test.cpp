@@ -8,12 +8,15 @@
 #include <sys/wait.h>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "atoll/config.h"
 #include "atoll/experiment.h"
 #include "atoll/report.h"
 #include "test_util.h"
+#include "child_process.h"
 #include "tiny_data.h"
 
 namespace atl {
@@ -188,6 +191,68 @@ check = "loss(ddp) > 0"
   opts.jobs = 2;
   EXPECT_EQ(run_sweep(changed, opts).ran, 2);
   EXPECT_EQ(load_run(first.run_dirs[0]).config.at("optim.lr"), "0.005");
+}
+
+TEST(Sweep, AnInterruptedRunWithACheckpointIsResumedAndEndsLikeAnUninterruptedOne) {
+  TempDir dir;
+  const std::string runs = "runs = [\"d: train.steps=12\"]\n";
+  const auto preset = tiny_preset(dir, "[sweep]\nname = \"s\"\n" + runs);
+  const auto reference = tiny_preset(dir, "[sweep]\nname = \"ref\"\n" + runs, "ref.toml");
+  SweepOptions opts;
+  opts.exe = kAtoll;
+  opts.quiet = true;
+  // Stopped after step 6 as on Ctrl-C: a checkpoint, no summary.json.
+  const SweepOutcome first = run_sweep(load_sweep(preset, {}, {"run.stop_at=6"}, false), opts);
+  const fs::path run_dir = first.run_dirs.at(0);
+  ASSERT_FALSE(fs::exists(run_dir / "summary.json"));
+  ASSERT_TRUE(fs::exists(run_dir / "checkpoints"));
+  const SweepOutcome second = run_sweep(load_sweep(preset, {}, {}, false), opts);
+  EXPECT_EQ(second.ran, 1);
+  EXPECT_EQ(second.resumed, 1);
+  const SweepOutcome whole = run_sweep(load_sweep(reference, {}, {}, false), opts);
+  auto end_of = [](const fs::path& d) {
+    return nlohmann::json::parse(testing::read_text(d / "summary.json")).at("end");
+  };
+  EXPECT_EQ(end_of(run_dir).at("params_hash_per_worker"), end_of(whole.run_dirs.at(0)).at("params_hash_per_worker"));
+  EXPECT_EQ(end_of(run_dir).at("final_val_loss"), end_of(whole.run_dirs.at(0)).at("final_val_loss"));
+
+  // Stopped again, then resumed with a changed setting: the checkpoint cannot
+  // continue that run, so the sweep starts it again from step 0.
+  fs::remove_all(run_dir);
+  run_sweep(load_sweep(preset, {}, {"run.stop_at=6"}, false), opts);
+  const SweepOutcome changed = run_sweep(load_sweep(preset, {}, {"optim.lr=0.005"}, false), opts);
+  EXPECT_EQ(changed.ran, 1);
+  EXPECT_EQ(changed.resumed, 0);
+  EXPECT_EQ(load_run(run_dir.string()).config.at("optim.lr"), "0.005");
+  EXPECT_TRUE(fs::exists(run_dir / "summary.json"));
+}
+
+TEST(Sweep, SigintStopsTheRunningRunWithACheckpointExits130AndTheNextSweepFinishesIt) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, "[sweep]\nname = \"c\"\nruns = [\"a: train.steps=1500\", \"b:\"]\n");
+  const fs::path run_a = fs::path(dir.path("runs")) / "c" / "a";
+  {
+    testing::ChildProcess sweep(kAtoll, {"sweep", preset, "--no-report"}, dir.path("out"), dir.path("err"));
+    // Interrupt once run a has logged a few lines (the terminal's Ctrl-C
+    // reaches only the sweep: runs have process groups of their own).
+    for (int i = 0; i < 6000; ++i) {
+      const std::string metrics = fs::exists(run_a / "metrics.jsonl") ? testing::read_text(run_a / "metrics.jsonl") : "";
+      if (std::count(metrics.begin(), metrics.end(), '\n') >= 4) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    sweep.signal(SIGINT);
+    ASSERT_EQ(sweep.wait_exit(std::chrono::seconds(60)), 130) << sweep.err_text();
+    EXPECT_NE(sweep.err_text().find("run the same command again"), std::string::npos) << sweep.err_text();
+  }
+  EXPECT_FALSE(fs::exists(run_a / "summary.json"));
+  EXPECT_TRUE(fs::exists(run_a / "checkpoints"));
+  EXPECT_FALSE(fs::exists(fs::path(dir.path("runs")) / "c" / "b"));  // never started
+  testing::ChildProcess again(kAtoll, {"sweep", preset, "--no-report"}, dir.path("out2"), dir.path("err2"));
+  ASSERT_EQ(again.wait_exit(std::chrono::seconds(120)), 0) << again.err_text();
+  EXPECT_NE(again.out_text().find("sweep: a was interrupted; resuming after step"), std::string::npos)
+      << again.out_text();
+  EXPECT_TRUE(fs::exists(run_a / "summary.json"));
+  EXPECT_TRUE(fs::exists(fs::path(dir.path("runs")) / "c" / "b" / "summary.json"));
 }
 
 TEST(Sweep, AFailingRunStopsTheSweepNamingTheRunAndItsLog) {

@@ -229,8 +229,15 @@ int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, 
   std::printf("atoll sweep %s: %zu runs -> %s/\n", spec.name.c_str(), spec.runs.size(),
               atl::sweep_dir(spec, opts.out_root).c_str());
   std::fflush(stdout);
-  const atl::SweepOutcome out = atl::run_sweep(spec, opts);
-  std::printf("sweep: %lld ran, %lld already finished\n", (long long)out.ran, (long long)out.skipped);
+  atl::SweepOutcome out;
+  try {
+    out = atl::run_sweep(spec, opts);
+  } catch (const atl::SweepInterrupted& e) {
+    std::fprintf(stderr, "atoll: %s\n", e.what());
+    return 130;  // as a shell reports SIGINT
+  }
+  std::printf("sweep: %lld ran (%lld resumed from a checkpoint), %lld already finished\n", (long long)out.ran,
+              (long long)out.resumed, (long long)out.skipped);
   if (!no_report && !out.run_dirs.empty()) {
     atl::ReportOptions ro;
     ro.title = spec.id.empty() ? spec.title : spec.id + ": " + spec.title;

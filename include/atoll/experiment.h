@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -74,14 +75,23 @@ struct SweepOutcome {
   std::string dir;                 // the sweep folder
   std::vector<std::string> run_dirs;
   int64_t ran = 0, skipped = 0;
+  int64_t resumed = 0;  // of `ran`: interrupted runs continued from a checkpoint
 };
 
 // Runs every run that is not already finished with the same config (so an
 // interrupted sweep resumes where it stopped). An unfinished folder from an
-// interrupted run is replaced; a finished one with a different config is
-// refused unless options.overwrite. Throws on the first failed run, naming it
+// interrupted run is resumed from its newest intact checkpoint if that was
+// made with the same config, else replaced; a finished one with a different
+// config is refused unless options.overwrite. Throws on the first failed run, naming it
 // and its log.
+// On SIGINT/SIGTERM each running run stops with a checkpoint, nothing new
+// starts, and SweepInterrupted is thrown (the next call continues).
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options);
+
+// A sweep stopped by a signal; what() says how to continue.
+struct SweepInterrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // "" when the finished run <dir>/<run.name> was made with exactly the config
 // the sweep asks for now (run.* bookkeeping aside); else the first key that

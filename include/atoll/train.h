@@ -68,6 +68,11 @@ RunSummary train(const Config& cfg, const TrainHooks& hooks = {});
 // all of them (rank < 0, a simulation) or rank `rank`'s own; -1 if none.
 int64_t latest_checkpoint(const Config& cfg, int64_t rank = -1);
 
+// The step `atoll train --resume` would continue cfg's simulated run from,
+// or -1 with the reason in *why (no intact checkpoint, a config that differs
+// in a setting that shapes the trajectory...). Changes nothing on disk.
+int64_t resumable_step(const Config& cfg, std::string* why);
+
 // The same run with no run folder (metrics only in RunSummary::events).
 RunSummary simulate(const Config& cfg, const TrainHooks& hooks = {});
 

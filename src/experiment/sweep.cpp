@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cmath>
 #include <cctype>
@@ -23,6 +25,8 @@
 #include "atoll/config.h"
 #include "atoll/experiment.h"
 #include "atoll/report.h"
+#include "atoll/train.h"
+#include "train/stop_signal.h"
 
 namespace atl {
 namespace fs = std::filesystem;
@@ -140,11 +144,14 @@ std::vector<std::string> run_args(const SweepRun& run, const std::string& dir) {
   return args;
 }
 
-// A folder an interrupted `atoll train` left: only replace what looks like one.
+// A folder an interrupted `atoll train` left: only resume or replace what
+// looks like one.
 bool looks_like_run_folder(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string n = entry.path().filename().string();
-    if (n != "config.toml" && n != "metrics.jsonl" && n != "metrics.csv" && n != "summary.json") return false;
+    if (n != "config.toml" && n != "metrics.jsonl" && n != "metrics.csv" && n != "summary.json" &&
+        n != "checkpoints")
+      return false;
   }
   return true;
 }
@@ -315,33 +322,69 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       if (!looks_like_run_folder(dir))
         throw std::runtime_error("sweep: '" + dir.string() +
                                  "' exists but is not a run folder this sweep wrote; move it away");
-      fs::remove_all(dir);  // an interrupted run: start it again
+      // An interrupted run (Ctrl-C, a kill, a crash): continue it from its
+      // newest intact checkpoint when that checkpoint was made with the
+      // config the sweep asks for now, else start it again.
+      std::string why;
+      const int64_t step = resumable_step(load_config(spec.preset, args), &why);
+      if (step >= 0) {
+        args.push_back("run.resume=true");
+        ++outcome.resumed;
+        if (!options.quiet) std::cout << "sweep: " << run.name << " was interrupted; resuming after step " << step << "\n";
+      } else {
+        fs::remove_all(dir);
+        if (!options.quiet) std::cout << "sweep: " << run.name << " was interrupted; starting it again (" << why << ")\n";
+      }
     }
     todo.push_back({&run, args});
   }
 
   // Runs write to <run>.log when several share the terminal (or quiet).
   const bool to_log = options.jobs > 1 || options.quiet;
+  // Ctrl-C or SIGTERM: each run gets one SIGTERM from the sweep (the runs sit
+  // in process groups of their own, so a terminal's Ctrl-C reaches them only
+  // this way, once), stops after writing a checkpoint, and the next sweep
+  // resumes it. A second signal ends the sweep at once.
+  StopSignalScope signals;
+  bool forwarded = false;
   std::map<pid_t, std::string> running;  // pid -> run name
+  auto stop_running = [&]() {
+    if (forwarded) return;
+    forwarded = true;
+    for (const auto& [p, n] : running) ::kill(p, SIGTERM);
+  };
+  std::string failure;  // the first run that failed (not stopped by a signal)
   auto wait_one = [&]() {
     int status = 0;
     pid_t pid = -1;
     while (!running.count(pid)) {  // ignore children that are not our runs
-      pid = ::waitpid(-1, &status, 0);
-      if (pid < 0) throw std::runtime_error("sweep: waitpid failed");
+      pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid == 0) {
+        if (stop_requested()) stop_running();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      } else if (pid < 0 && errno != EINTR) {
+        throw std::runtime_error("sweep: waitpid failed");
+      }
     }
     const std::string name = running.at(pid);
     running.erase(pid);
+    const bool stopped = WIFEXITED(status) && WEXITSTATUS(status) == 130;  // checkpoint written
+    if (stopped) {
+      if (!options.quiet) std::cout << "sweep: " << name << " stopped with a checkpoint\n" << std::flush;
+      stop_running();
+      return;
+    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      for (const auto& [p, n] : running) ::kill(p, SIGTERM);
-      for (const auto& [p, n] : running) ::waitpid(p, nullptr, 0);
-      running.clear();
-      const std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                                  : "exit code " + std::to_string(WEXITSTATUS(status));
-      throw std::runtime_error("sweep: run '" + name + "' failed (" + how + "; " +
-                               (to_log ? "log: " + (fs::path(outcome.dir) / (name + ".log")).string()
-                                       : std::string("its output is above")) +
-                               ")");
+      stop_running();
+      if (failure.empty()) {
+        const std::string how = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                                    : "exit code " + std::to_string(WEXITSTATUS(status));
+        failure = "sweep: run '" + name + "' failed (" + how + "; " +
+                  (to_log ? "log: " + (fs::path(outcome.dir) / (name + ".log")).string()
+                          : std::string("its output is above")) +
+                  ")";
+      }
+      return;
     }
     ++outcome.ran;
     if (!options.quiet) std::cout << "sweep: " << name << " finished\n" << std::flush;
@@ -350,6 +393,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   for (const auto& p : todo) {
     ++index;
     while (static_cast<int64_t>(running.size()) >= options.jobs) wait_one();
+    if (forwarded || stop_requested()) break;  // stopping: start nothing new
+    const bool resuming = std::find(p.args.begin(), p.args.end(), "run.resume=true") != p.args.end();
     std::vector<std::string> argv_s = {options.exe, "train", spec.preset};
     for (const auto& a : p.args) argv_s.push_back("--" + a);
     if (options.jobs > 1) argv_s.push_back("--run.threads=" + std::to_string(threads));
@@ -364,8 +409,10 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("sweep: fork failed");
     if (pid == 0) {
+      ::setpgid(0, 0);
       if (to_log) {
-        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        // A resumed run continues the log of its first part.
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | (resuming ? O_APPEND : O_TRUNC), 0644);
         if (fd >= 0) {
           ::dup2(fd, 1);
           ::dup2(fd, 2);
@@ -379,6 +426,12 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     running[pid] = p.run->name;
   }
   while (!running.empty()) wait_one();
+  if (!failure.empty()) throw std::runtime_error(failure);
+  if (forwarded || stop_requested())
+    throw SweepInterrupted("sweep interrupted: " + std::to_string(outcome.ran + outcome.skipped) + " of " +
+                           std::to_string(spec.runs.size()) +
+                           " runs finished and are kept; run the same command again to continue (stopped runs "
+                           "resume from their checkpoints)");
   return outcome;
 }
 

@@ -834,15 +834,27 @@ std::unique_ptr<MetricsLog> reopen_for_resume(const std::filesystem::path& dir, 
   return log;
 }
 
+namespace {
+// The files of one checkpoint step of a simulated run.
+std::vector<std::string> simulation_parts(const Config& cfg) {
+  std::vector<std::string> parts = {"driver"};
+  for (int64_t r = 0; r < cfg.strategy.workers; ++r) parts.push_back(worker_part(r));
+  return parts;
+}
+}  // namespace
+
 int64_t latest_checkpoint(const Config& cfg, int64_t rank) {
-  std::vector<std::string> parts;
-  if (rank >= 0) {
-    parts.push_back(worker_part(rank));
-  } else {
-    parts.push_back("driver");
-    for (int64_t r = 0; r < cfg.strategy.workers; ++r) parts.push_back(worker_part(r));
-  }
+  const std::vector<std::string> parts = rank >= 0 ? std::vector<std::string>{worker_part(rank)} : simulation_parts(cfg);
   return CheckpointStore(std::filesystem::path(cfg.run.out_dir) / cfg.run.name).latest_complete(parts, nullptr);
+}
+
+int64_t resumable_step(const Config& cfg, std::string* why) {
+  try {
+    return find_resume_step(cfg, std::filesystem::path(cfg.run.out_dir) / cfg.run.name, simulation_parts(cfg));
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return -1;
+  }
 }
 
 RunSummary train(const Config& cfg, const TrainHooks& hooks) {
@@ -851,9 +863,7 @@ RunSummary train(const Config& cfg, const TrainHooks& hooks) {
   std::unique_ptr<MetricsLog> log;
   if (cfg.run.resume) {
     plan.run_dir = std::filesystem::path(cfg.run.out_dir) / cfg.run.name;
-    std::vector<std::string> parts = {"driver"};
-    for (int64_t r = 0; r < cfg.strategy.workers; ++r) parts.push_back(worker_part(r));
-    plan.resume_step = find_resume_step(cfg, plan.run_dir, parts);
+    plan.resume_step = find_resume_step(cfg, plan.run_dir, simulation_parts(cfg));
     log = reopen_for_resume(plan.run_dir, plan.resume_step);
   } else {
     plan.run_dir = create_run_folder(cfg);
