@@ -236,8 +236,9 @@ int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, 
     std::fprintf(stderr, "atoll: %s\n", e.what());
     return 130;  // as a shell reports SIGINT
   }
-  std::printf("sweep: %lld ran (%lld resumed from a checkpoint), %lld already finished\n", (long long)out.ran,
-              (long long)out.resumed, (long long)out.skipped);
+  std::printf("sweep: %lld ran, %lld already finished", (long long)out.ran, (long long)out.skipped);
+  if (out.resumed > 0) std::printf(" (%lld resumed from a checkpoint)", (long long)out.resumed);
+  std::printf("\n");
   if (!no_report && !out.run_dirs.empty()) {
     atl::ReportOptions ro;
     ro.title = spec.id.empty() ? spec.title : spec.id + ": " + spec.title;
