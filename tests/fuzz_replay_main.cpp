@@ -50,7 +50,10 @@ int main(int argc, char** argv) {
       files.push_back(arg);
     }
     std::sort(files.begin(), files.end());
-    for (const auto& f : files) replay(f), ++replayed;
+    for (const auto& f : files) {
+      replay(f);
+      ++replayed;
+    }
   }
   if (replayed == 0) {
     std::fprintf(stderr, "fuzz replay: no inputs given\n");

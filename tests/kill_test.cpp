@@ -46,12 +46,6 @@ nlohmann::json end_event(const fs::path& dir) {
   return nlohmann::json::parse(in).at("end");
 }
 
-std::vector<std::string> parts_of(const Config& cfg) {
-  std::vector<std::string> parts = {"driver"};
-  for (int64_t r = 0; r < cfg.strategy.workers; ++r) parts.push_back(worker_part(r));
-  return parts;
-}
-
 // Every checkpoint file on disk parses (checksum included); returns how many.
 int check_every_checkpoint_file(const fs::path& run_dir) {
   int files = 0;
@@ -73,13 +67,12 @@ TEST(KillLoop, SigkillAtRandomMomentsNeverLeavesATornCheckpointAndResumingEndsBi
   cfg.run.name = "killed";
   const std::string path = write_config(tmp, cfg);
   const fs::path dir = tmp.path("killed");
-  const CheckpointStore store(dir);
 
   uint64_t rng = 2026;
   int kills = 0, files_checked = 0, resumed = 0;
   bool finished = false;
   for (int round = 0; round < 16 && !finished; ++round) {
-    const int64_t before = store.latest_complete(parts_of(cfg), nullptr);
+    const int64_t before = latest_checkpoint(cfg);
     resumed += before >= 0;
     testing::ChildProcess run(kAtoll, {"train", path, before >= 0 ? "--resume" : "--overwrite"}, tmp.path("out"),
                               tmp.path("err"));
@@ -88,7 +81,7 @@ TEST(KillLoop, SigkillAtRandomMomentsNeverLeavesATornCheckpointAndResumingEndsBi
     // next ~12 checkpoint writes, often in the middle of one.
     int code = -1;
     for (int i = 0; i < 24000 && code == -1; ++i) {
-      if (store.latest_complete(parts_of(cfg), nullptr) > before) break;  // a whole new checkpoint
+      if (latest_checkpoint(cfg) > before) break;  // a whole new checkpoint
       code = run.wait_exit(5ms);
     }
     if (code == -1) code = run.wait_exit(std::chrono::milliseconds(splitmix64(rng) % 250));
@@ -109,7 +102,7 @@ TEST(KillLoop, SigkillAtRandomMomentsNeverLeavesATornCheckpointAndResumingEndsBi
     files_checked += check_every_checkpoint_file(dir);
   }
   if (!finished) {
-    const bool can_resume = store.latest_complete(parts_of(cfg), nullptr) >= 0;
+    const bool can_resume = latest_checkpoint(cfg) >= 0;
     testing::ChildProcess run(kAtoll, {"train", path, can_resume ? "--resume" : "--overwrite"}, tmp.path("out"),
                               tmp.path("err"));
     ASSERT_EQ(run.wait_exit(120s), 0) << run.err_text();

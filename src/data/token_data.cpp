@@ -25,7 +25,7 @@ int64_t integer_in(const json& value, int64_t lo, int64_t hi, const char* key) {
   if (!fits)
     throw std::runtime_error(std::string(key) + " value " + value.dump() + " is outside " +
                              std::to_string(lo) + ".." + std::to_string(hi));
-  return value.is_number_unsigned() ? static_cast<int64_t>(value.get<uint64_t>()) : value.get<int64_t>();
+  return value.get<int64_t>();  // fits, so exact for unsigned values too
 }
 
 template <typename T>
@@ -113,11 +113,7 @@ TokenData load_token_data(const std::string& dir, int64_t vocab_size_hint) {
         data.val.doc_starts = integers_in<int64_t>(meta["val_docs"], 0, kMax, "val_docs");
       if (meta.contains("char_vocab"))
         data.char_vocab = integers_in<uint32_t>(meta["char_vocab"], 0, 0x10FFFF, "char_vocab");
-    } catch (const json::exception& e) {
-      throw std::runtime_error(meta_path + ": " + e.what() +
-                               "; prepare the data again or delete meta.json and pass "
-                               "data.vocab_size");
-    } catch (const std::runtime_error& e) {
+    } catch (const std::exception& e) {  // json::exception, or integer_in's runtime_error
       throw std::runtime_error(meta_path + ": " + e.what() +
                                "; prepare the data again or delete meta.json and pass "
                                "data.vocab_size");

@@ -301,12 +301,14 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   struct Pending {
     const SweepRun* run;
     std::vector<std::string> args;
+    bool resume = false;  // continues an interrupted run from its checkpoint
   };
   std::vector<Pending> todo;
   for (const auto& run : spec.runs) {
     const fs::path dir = fs::path(outcome.dir) / run.name;
     outcome.run_dirs.push_back(dir.string());
     std::vector<std::string> args = run_args(run, outcome.dir);
+    bool resume = false;
     if (fs::exists(dir / "summary.json")) {
       const std::string key = finished_run_difference(spec, run, outcome.dir);
       if (key.empty()) {
@@ -327,7 +329,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       // config the sweep asks for now, else start it again.
       std::string why;
       const int64_t step = resumable_step(load_config(spec.preset, args), &why);
-      if (step >= 0) {
+      resume = step >= 0;
+      if (resume) {
         args.push_back("run.resume=true");
         ++outcome.resumed;
         if (!options.quiet) std::cout << "sweep: " << run.name << " was interrupted; resuming after step " << step << "\n";
@@ -336,7 +339,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         if (!options.quiet) std::cout << "sweep: " << run.name << " was interrupted; starting it again (" << why << ")\n";
       }
     }
-    todo.push_back({&run, args});
+    todo.push_back({&run, args, resume});
   }
 
   // Runs write to <run>.log when several share the terminal (or quiet).
@@ -394,7 +397,6 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     ++index;
     while (static_cast<int64_t>(running.size()) >= options.jobs) wait_one();
     if (forwarded || stop_requested()) break;  // stopping: start nothing new
-    const bool resuming = std::find(p.args.begin(), p.args.end(), "run.resume=true") != p.args.end();
     std::vector<std::string> argv_s = {options.exe, "train", spec.preset};
     for (const auto& a : p.args) argv_s.push_back("--" + a);
     if (options.jobs > 1) argv_s.push_back("--run.threads=" + std::to_string(threads));
@@ -412,7 +414,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       ::setpgid(0, 0);
       if (to_log) {
         // A resumed run continues the log of its first part.
-        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | (resuming ? O_APPEND : O_TRUNC), 0644);
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | (p.resume ? O_APPEND : O_TRUNC), 0644);
         if (fd >= 0) {
           ::dup2(fd, 1);
           ::dup2(fd, 2);
