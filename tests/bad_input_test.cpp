@@ -185,7 +185,7 @@ TEST(BadInput, ACorruptedNewestCheckpointIsPassedOverForTheNewestIntactOne) {
   std::ofstream(store.file(15, "worker-0"), std::ios::binary | std::ios::trunc) << bytes;
   EXPECT_EQ(store.latest_complete({"driver", "worker-0", "worker-1"}, nullptr), 10);
   cfg.run.stop_at = 0;
-  cfg.run.resume = true;
+  cfg.run.resume = "true";
   const RunSummary resumed = train(cfg);
   EXPECT_EQ(nlohmann::json::parse(resumed.events.back()).at("params_hash_per_worker"),
             nlohmann::json::parse(whole.events.back()).at("params_hash_per_worker"));

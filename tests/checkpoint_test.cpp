@@ -83,7 +83,7 @@ TEST_P(ResumeEquality, StoppedAndResumedRunMatchesTheUninterruptedRunBitwise) {
   ASSERT_EQ(first.stopped_at, 10);
   EXPECT_FALSE(fs::exists(tmp.path("resumed") + "/summary.json"));
   cfg.run.stop_at = 0;
-  cfg.run.resume = true;
+  cfg.run.resume = "true";
   const RunSummary second = train(cfg);
   ASSERT_EQ(second.stopped_at, -1);
 

@@ -19,6 +19,7 @@
 
 #include "atoll/comm.h"
 #include "atoll/dist.h"
+#include "comm/gloo_group.h"
 #include "atoll/launch.h"
 #include "atoll/net.h"
 

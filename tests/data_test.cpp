@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "util/rng.h"
 
 namespace fs = std::filesystem;
 using namespace atl;

@@ -9,13 +9,14 @@
 #include <sstream>
 #include <string>
 
-#include "atoll/data.h"
 #include "atoll/train.h"
 #include "child_process.h"
 #include "test_util.h"
 #include "tiny_data.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_file.h"
+#include "util/rng.h"
+#include "util/file_io.h"
 
 namespace atl {
 namespace {
@@ -53,7 +54,7 @@ int check_every_checkpoint_file(const fs::path& run_dir) {
   if (!fs::exists(folder)) return 0;
   for (const auto& entry : fs::recursive_directory_iterator(folder)) {
     if (entry.path().extension() != ".ckpt") continue;  // *.ckpt.tmp: an unfinished write, never read
-    EXPECT_NO_THROW(parse_checkpoint(detail::read_file_bytes(entry.path().string()))) << entry.path();
+    EXPECT_NO_THROW(parse_checkpoint(read_file_bytes(entry.path().string()))) << entry.path();
     ++files;
   }
   return files;

@@ -6,7 +6,6 @@
 #include <set>
 
 #include "atoll/comm.h"
-#include "atoll/data.h"
 #include "atoll/strategy.h"
 #include "strategy/sparta.h"
 #include "strategy/topology.h"

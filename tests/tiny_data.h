@@ -9,6 +9,7 @@
 #include "atoll/config.h"
 #include "atoll/data.h"
 #include "test_util.h"
+#include "util/rng.h"
 
 namespace atl {
 

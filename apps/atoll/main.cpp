@@ -166,18 +166,16 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
   atl::Config cfg = atl::load_config(config_path, overrides);
   // A job restarted by `atoll launch --max-restarts` (or torchrun) continues
   // from its newest complete checkpoint, or starts over when it has none.
+  // The resume policy itself lives with the run folder (atl::plan_start).
   const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT");
-  if (!print_only && restarts != nullptr && std::atoll(restarts) > 0 && !cfg.run.resume) {
-    const int64_t step = atl::latest_checkpoint(cfg, real ? dist.rank : -1);
-    if (step >= 0) {
-      cfg.run.resume = true;
-      cfg.run.overwrite = false;
-    } else {
-      cfg.run.overwrite = true;
+  if (!print_only && restarts != nullptr && std::atoll(restarts) > 0 && cfg.run.resume == "false") {
+    cfg.run.resume = "auto";
+    if (!real || dist.rank == 0) {  // other hosts' ranks may not see the run folder
+      const atl::StartPlan start = atl::plan_start(cfg, real ? 0 : -1);
+      std::fprintf(stderr, "atoll: restart %s: %s\n", restarts,
+                   start.resume ? ("resuming from the checkpoint of step " + std::to_string(start.step)).c_str()
+                                : "no complete checkpoint; starting the run again");
     }
-    std::fprintf(stderr, "atoll: restart %s: %s\n", restarts,
-                 step >= 0 ? ("resuming from the checkpoint of step " + std::to_string(step)).c_str()
-                           : "no complete checkpoint; starting the run again");
   }
   if (print_only) {
     std::cout << atl::to_toml(cfg);
@@ -411,7 +409,7 @@ int main(int argc, char** argv) {
     if (results->parsed()) {
       std::vector<atl::SweepSpec> specs;
       for (const auto& p : result_presets) specs.push_back(atl::load_sweep(p, {}, {}, false));
-      atl::write_file_atomic(results_out, atl::results_markdown(specs, results_root));
+      atl::write_results_markdown(specs, results_root, results_out);
       std::printf("results: %s (%zu presets)\n", results_out.c_str(), specs.size());
       return 0;
     }

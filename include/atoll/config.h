@@ -33,7 +33,8 @@ struct RunConfig {
   int64_t threads = 0;            // intra-op threads in total; 0 = all cores
   int64_t checkpoint_every = 0;   // K: checkpoint every K steps (0 = only when stopped early)
   int64_t keep_checkpoints = 3;   // newest checkpoints kept in <run>/checkpoints
-  bool resume = false;            // continue <out_dir>/<name> from its newest complete checkpoint
+  std::string resume = "false";   // false | true | auto: continue <out_dir>/<name> from its newest
+                                  // complete checkpoint (auto: when possible, else start again)
   int64_t stop_at = 0;            // stop after this step as on SIGTERM (checkpoint, exit); 0 = never
 };
 
@@ -254,6 +255,9 @@ struct FieldRef {
   double* d = nullptr;
   bool* b = nullptr;
   std::string* s = nullptr;
+  // A string field whose words include true and false (run.resume): a TOML
+  // boolean is taken as that word, so `resume = true` keeps working.
+  bool bool_words = false;
   std::string type_name() const;
   std::string value_string() const;  // TOML literal of the current value
 };
@@ -282,7 +286,35 @@ void throw_if_errors(const std::vector<std::string>& errors);
 Config load_config(const std::string& path, const std::vector<std::string>& overrides);
 
 // The resolved config as TOML (round-trips through apply_toml).
-std::string to_toml(Config& cfg);
+std::string to_toml(const Config& cfg);
+
+// --- Comparing configs (src/config/flat.cpp) --------------------------------
+// A config as "section.key" -> value text, sorted by key: strings quoted,
+// floats in their shortest exact form. The one form configs are compared in.
+using FlatConfig = std::map<std::string, std::string>;
+FlatConfig flatten(const Config& cfg);
+// The same from TOML text (a run folder's config.toml): the keys the text
+// holds, formatted as flatten() formats them. Throws ConfigError for bad TOML.
+FlatConfig flatten_toml(const std::string& toml_text, const std::string& source);
+// "key = value" lines (checkpoints and start-up checks store this text) and back.
+std::string flat_lines(const FlatConfig& flat);
+FlatConfig parse_flat_lines(const std::string& text);
+// Keys that say what a run computes: all but where and how it is kept and
+// started (its name and folder, overwrite, progress, threads, resume).
+// Reports and sweeps compare these.
+bool is_computation_key(const std::string& key);
+// Keys that shape a run's trajectory (a resumed run must match them): all but
+// run.* (run.seed does) and where the data lie.
+bool shapes_trajectory(const std::string& key);
+FlatConfig only_keys(const FlatConfig& flat, bool (*keep)(const std::string&));
+struct ConfigChange {
+  std::string key, a, b;  // "(absent)" where one side lacks the key
+};
+std::vector<ConfigChange> config_changes(const FlatConfig& a, const FlatConfig& b);
+// The first four changes as "key = A <a_label> but B <b_label>" ("; and N
+// more"), or "(no difference)".
+std::string describe_difference(const FlatConfig& a, const FlatConfig& b, const std::string& a_label,
+                                const std::string& b_label);
 
 // `--help` text: every key with type, default and meaning.
 std::string describe_fields();

@@ -178,28 +178,4 @@ class MnistBatchSampler {
 std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_t workers,
                                  const std::string& mode, uint64_t seed);
 
-// splitmix64: the one seeded generator used for data order (cheap, portable,
-// identical on every platform).
-uint64_t splitmix64(uint64_t& state);
-// Mixes several values into one seed (for (run seed, worker, step) tuples).
-uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c = 0);
-// Uniform double in [0, 1) from one splitmix64 draw (53 random bits).
-inline double uniform01(uint64_t& state) {
-  return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-}
-// Fisher-Yates permutation of 0..n-1 driven by splitmix64(seed): the same on
-// every rank and platform (shards, SPARTA partitions, gossip pairings).
-std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed);
-
-// Writes to a temporary name in the same folder, then renames over `path`,
-// so readers never see a half-written file. Creates the parent folder.
-// Used for data files, reports and RESULTS.md.
-void write_file_atomic(const std::string& path, const std::string& bytes);
-
-namespace detail {
-// File helpers shared by the data sources (not a public API).
-// Reads a whole file; throws naming the path if it cannot be read.
-std::string read_file_bytes(const std::string& path);
-}  // namespace detail
-
 }  // namespace atl

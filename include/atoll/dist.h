@@ -17,8 +17,6 @@
 #include <vector>
 
 #include "atoll/comm.h"
-#include "atoll/config.h"
-#include "atoll/train.h"
 
 namespace atl {
 
@@ -72,23 +70,11 @@ class DistGroup {
 };
 
 // Rendezvous at MASTER_ADDR:MASTER_PORT (rank 0 hosts the TCPStore), start-up
-// checks (every rank's world size and `fingerprint`, the resolved config,
+// checks (every rank's world size and `fingerprint`, its resolved config as
+// flat_lines(flatten(cfg)),
 // must equal rank 0's; differing keys are named), then a Gloo process group.
 // Throws with the address and what to check on failure.
 std::unique_ptr<DistGroup> connect_gloo(const DistOptions& opts, CollectiveAlgo ledger_algo,
                                         const std::string& fingerprint = "");
-
-// n Gloo ranks in this process over one in-memory store, for tests: element
-// r must be used from its own thread (construction connects all ranks, so
-// this spawns the threads itself).
-std::vector<std::unique_ptr<DistGroup>> gloo_threads_group(int64_t n, double timeout_s,
-                                                           CollectiveAlgo ledger_algo);
-
-// One rank of a real run of cfg (strategy.workers must equal the world size):
-// start-up checks (same config, same world size on every rank; rank 0 can
-// create the run folder), then the shared worker loop; rank 0 writes the run
-// folder with every rank's statistics gathered into it. Throws on any error,
-// naming a lost or failed rank.
-RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const TrainHooks& hooks = {});
 
 }  // namespace atl

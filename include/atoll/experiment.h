@@ -124,5 +124,7 @@ std::string sweep_dir(const SweepSpec& spec, const std::string& out_root);
 // some; not reproduced: none; not run: a run is missing or was made with
 // another config than the preset now says), then its discussion.
 std::string results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root);
+// Writes results_markdown() to `path` atomically (a reader never sees half a file).
+void write_results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root, const std::string& path);
 
 }  // namespace atl

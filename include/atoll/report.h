@@ -17,8 +17,6 @@ namespace atl {
 std::string compare_runs(const std::vector<std::string>& run_dirs);
 
 // Number formatting shared by the tables (Markdown and HTML).
-// printf-style formatting of one double, e.g. format_number("%.4f", x).
-std::string format_number(const char* printf_format, double v);
 // Bytes as megabytes with about three significant digits ("0" for none).
 std::string format_megabytes(double bytes);
 
@@ -52,11 +50,6 @@ const RunData* ddp_run(const std::vector<RunData>& runs);
 // Simulated seconds at the first evaluation after step 0 with loss <= target;
 // < 0 if none.
 double time_to_loss(const RunData& run, double target);
-
-// The resolved config of a config.toml as "section.key" -> TOML value,
-// without the run.* keys that only say where and how a run was written
-// (name, out_dir, overwrite, progress, threads).
-std::map<std::string, std::string> flat_config(const std::string& toml_text, const std::string& source);
 
 struct ReportOptions {
   std::string title = "atoll report";

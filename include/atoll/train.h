@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "atoll/config.h"
+#include "atoll/dist.h"
 
 namespace atl {
 
@@ -68,10 +69,21 @@ RunSummary train(const Config& cfg, const TrainHooks& hooks = {});
 // all of them (rank < 0, a simulation) or rank `rank`'s own; -1 if none.
 int64_t latest_checkpoint(const Config& cfg, int64_t rank = -1);
 
-// The step `atoll train --resume` would continue cfg's simulated run from,
-// or -1 with the reason in *why (no intact checkpoint, a config that differs
-// in a setting that shapes the trajectory...). Changes nothing on disk.
-int64_t resumable_step(const Config& cfg, std::string* why);
+// How a run will start, by the resume policy (run.resume):
+//   false  a new run; an existing folder is refused unless run.overwrite;
+//   true   continue the folder's run from its newest intact checkpoint, or fail
+//          saying why (no checkpoint, other settings, finished...);
+//   auto   continue when that is possible; otherwise start again, replacing
+//          an interrupted run's folder (config.toml without summary.json).
+// `rank` >= 0: as real rank `rank` sees it (its own checkpoint files).
+// Changes nothing on disk; train() and train_distributed() decide the same.
+struct StartPlan {
+  bool resume = false;
+  int64_t step = -1;     // resume: the checkpoint step it continues after
+  bool replace = false;  // a fresh start that empties the existing folder first
+  std::string why;       // auto starting afresh: why it could not resume
+};
+StartPlan plan_start(const Config& cfg, int64_t rank = -1);
 
 // The same run with no run folder (metrics only in RunSummary::events).
 RunSummary simulate(const Config& cfg, const TrainHooks& hooks = {});
@@ -79,5 +91,12 @@ RunSummary simulate(const Config& cfg, const TrainHooks& hooks = {});
 // Learning rate at step t (0-based): linear warm-up to cfg.lr over
 // warmup_steps, then cosine decay to min_lr at total_steps (or constant).
 double learning_rate(const OptimConfig& cfg, int64_t t, int64_t total_steps);
+
+// One rank of a real run of cfg (strategy.workers must equal the world size):
+// start-up checks (same config, same world size on every rank; rank 0 can
+// create the run folder), then the shared worker loop; rank 0 writes the run
+// folder with every rank's statistics gathered into it. Throws on any error,
+// naming a lost or failed rank.
+RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const TrainHooks& hooks = {});
 
 }  // namespace atl

@@ -28,7 +28,9 @@
 #include <sstream>
 #include <thread>
 
+#include "atoll/config.h"
 #include "atoll/dist.h"
+#include "comm/gloo_group.h"
 
 namespace atl {
 namespace {
@@ -426,45 +428,6 @@ c10::intrusive_ptr<c10d::Store> tcp_store(const DistOptions& opts, bool server) 
   return c10::make_intrusive<c10d::TCPStore>(opts.master_addr, so);
 }
 
-// "section.key" -> value lines of a resolved config (to_toml's layout).
-std::map<std::string, std::string> config_lines(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  std::string line, section;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (line[0] == '[') {
-      section = line.substr(1, line.find(']') - 1) + ".";
-      continue;
-    }
-    const auto eq = line.find(" = ");
-    if (eq != std::string::npos) out[section + line.substr(0, eq)] = line.substr(eq + 3);
-  }
-  return out;
-}
-
-// The first few keys on which rank `r`'s config differs from rank 0's.
-std::string config_difference(const std::string& mine, const std::string& rank0, int64_t r) {
-  const auto a = config_lines(mine), b = config_lines(rank0);
-  std::map<std::string, std::pair<std::string, std::string>> diff;
-  for (const auto& [k, v] : a)
-    if (!b.count(k) || b.at(k) != v) diff[k] = {v, b.count(k) ? b.at(k) : "(unset)"};
-  for (const auto& [k, v] : b)
-    if (!a.count(k)) diff[k] = {"(unset)", v};
-  if (diff.empty() && mine != rank0) return "the resolved configs differ";
-  std::string out;
-  int shown = 0;
-  for (const auto& [k, v] : diff) {
-    if (shown++ == 4) {
-      out += " and " + std::to_string(diff.size() - 4) + " more";
-      break;
-    }
-    out += (out.empty() ? "" : "; ") + k + " = " + v.first + " on rank " + std::to_string(r) + " but " +
-           v.second + " on rank 0";
-  }
-  return out;
-}
-
 // Before any Gloo connection: every rank compares its world size and
 // resolved config with rank 0's, so a mismatch is refused at start-up with
 // the differing keys instead of hanging in the group's connect or diverging.
@@ -480,7 +443,7 @@ void start_up_checks(c10d::Store& store, const DistOptions& o, const std::string
                                " s for " + who + " and gave up (" + e.what() + ")");
     }
   };
-  const std::string mine = "[dist]\nworld_size = " + std::to_string(o.world_size) + "\n" + fingerprint;
+  const std::string mine = "dist.world_size = " + std::to_string(o.world_size) + "\n" + fingerprint;
   if (o.rank == 0) {
     put("atoll/hello", mine);
     std::string verdict = "ok";
@@ -497,9 +460,12 @@ void start_up_checks(c10d::Store& store, const DistOptions& o, const std::string
   const std::string theirs = get("atoll/hello", "rank 0's start-up message (is rank 0 running at " + o.master_addr +
                                                     ":" + std::to_string(o.master_port) + "?)");
   std::string check = "ok";
-  if (theirs != mine)
-    check = config_difference(mine, theirs, o.rank) +
+  if (theirs != mine) {
+    const FlatConfig a = parse_flat_lines(mine), b = parse_flat_lines(theirs);
+    check = (a == b ? std::string("the resolved configs differ")
+                    : describe_difference(a, b, "on rank " + std::to_string(o.rank), "on rank 0")) +
             " (every rank must run with the same config, flags and WORLD_SIZE)";
+  }
   put("atoll/check/" + std::to_string(o.rank), check);
   if (check != "ok") throw std::runtime_error("refusing to start: " + check);
   const std::string verdict = get("atoll/verdict", "rank 0's verdict on the start-up checks");

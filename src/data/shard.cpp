@@ -1,5 +1,6 @@
 // Per-worker shards (iid / non-iid) and random batch samplers.
 #include "atoll/data.h"
+#include "util/rng.h"
 
 #include <ATen/ops/empty.h>
 
@@ -20,22 +21,7 @@ void validate_shard_args(int64_t worker, int64_t workers, const std::string& mod
     throw std::invalid_argument("unknown shard mode '" + mode + "' (allowed: iid, noniid)");
 }
 
-// Uniform integer in [0, bound). Modulo bias is < bound / 2^64: negligible,
-// and unlike rejection sampling it consumes exactly one draw per call.
-uint64_t below(uint64_t& state, uint64_t bound) { return splitmix64(state) % bound; }
-
 }  // namespace
-
-std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
-  std::vector<int64_t> perm(static_cast<size_t>(n));
-  std::iota(perm.begin(), perm.end(), int64_t{0});
-  uint64_t state = seed;
-  for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(below(state, static_cast<uint64_t>(i) + 1));
-    std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
-  }
-  return perm;
-}
 
 std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, int64_t workers,
                                      const std::string& mode, uint64_t seed, int64_t chunk) {

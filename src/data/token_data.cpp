@@ -1,5 +1,6 @@
 // nanoGPT-style token files and prepared-folder loading.
 #include "atoll/data.h"
+#include "util/file_io.h"
 
 #include <cmath>
 #include <filesystem>
@@ -64,7 +65,7 @@ void validate_split(const TokenSplit& split, int64_t vocab_size, const std::stri
 }  // namespace
 
 std::vector<uint16_t> read_token_file(const std::string& path) {
-  const std::string bytes = detail::read_file_bytes(path);
+  const std::string bytes = read_file_bytes(path);
   if (bytes.size() % 2 != 0)
     throw std::runtime_error(path + " has an odd size (" + std::to_string(bytes.size()) +
                              " bytes); a token file holds little-endian uint16 ids");
@@ -103,7 +104,7 @@ TokenData load_token_data(const std::string& dir, int64_t vocab_size_hint) {
   if (fs::exists(meta_path, ec)) {
     json meta;
     try {
-      meta = json::parse(detail::read_file_bytes(meta_path));
+      meta = json::parse(read_file_bytes(meta_path));
       constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
       data.vocab_size = integer_in(meta.at("vocab_size"), std::numeric_limits<int64_t>::min(), kMax, "vocab_size");
       data.tokenizer = meta.at("tokenizer").get<std::string>();

@@ -8,6 +8,8 @@
 
 #include "atoll/experiment.h"
 #include "atoll/report.h"
+#include "util/file_io.h"
+#include "util/format.h"
 
 namespace atl {
 namespace fs = std::filesystem;
@@ -129,6 +131,10 @@ std::string results_markdown(const std::vector<SweepSpec>& specs, const std::str
     o << "## " << (specs[i].id.empty() ? "" : specs[i].id + ": ") << specs[i].title << "\n\n" << sections[i].body;
   }
   return o.str();
+}
+
+void write_results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root, const std::string& path) {
+  write_file_atomic(path, results_markdown(specs, out_root));
 }
 
 }  // namespace atl

@@ -278,7 +278,7 @@ std::string sweep_dir(const SweepSpec& spec, const std::string& out_root) {
 
 std::string finished_run_difference(const SweepSpec& spec, const SweepRun& run, const std::string& dir) {
   Config cfg = load_config(spec.preset, run_args(run, dir));
-  const auto expected = flat_config(to_toml(cfg), "<" + run.name + ">");
+  const auto expected = only_keys(flatten(cfg), is_computation_key);
   const auto done = load_run((fs::path(dir) / run.name).string()).config;
   for (const auto& [k, v] : expected) {
     auto it = done.find(k);
@@ -324,19 +324,19 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       if (!looks_like_run_folder(dir))
         throw std::runtime_error("sweep: '" + dir.string() +
                                  "' exists but is not a run folder this sweep wrote; move it away");
-      // An interrupted run (Ctrl-C, a kill, a crash): continue it from its
-      // newest intact checkpoint when that checkpoint was made with the
-      // config the sweep asks for now, else start it again.
-      std::string why;
-      const int64_t step = resumable_step(load_config(spec.preset, args), &why);
-      resume = step >= 0;
+      // An interrupted run (Ctrl-C, a kill, a crash): the run's own resume
+      // policy (run.resume = auto) continues it from its newest intact
+      // checkpoint when that was made with the config the sweep asks for
+      // now, else starts it again; plan_start() says which it will do.
+      args.push_back("run.resume=auto");
+      const StartPlan start = plan_start(load_config(spec.preset, args));
+      resume = start.resume;
       if (resume) {
-        args.push_back("run.resume=true");
         ++outcome.resumed;
-        if (!options.quiet) std::cout << "sweep: " << run.name << " was interrupted; resuming after step " << step << "\n";
-      } else {
-        fs::remove_all(dir);
-        if (!options.quiet) std::cout << "sweep: " << run.name << " was interrupted; starting it again (" << why << ")\n";
+        if (!options.quiet)
+          std::cout << "sweep: " << run.name << " was interrupted; resuming after step " << start.step << "\n";
+      } else if (!options.quiet) {
+        std::cout << "sweep: " << run.name << " was interrupted; starting it again (" << start.why << ")\n";
       }
     }
     todo.push_back({&run, args, resume});

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "atoll/net.h"
+#include "util/rng.h"
 
 namespace atl {
 namespace {
@@ -23,17 +24,9 @@ int64_t ceil_log2(int64_t n) {
   return rounds;
 }
 
-// splitmix64 finaliser (Steele, Lea, Flood 2014): a cheap, well-mixed hash.
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 // Uniform in [0, 1) from (seed, op_index); same inputs, same value.
 double unit_uniform(uint64_t seed, uint64_t op_index) {
-  const uint64_t h = splitmix64(seed ^ splitmix64(op_index));
+  const uint64_t h = hash64(seed ^ hash64(op_index));
   return static_cast<double>(h >> 11) * 0x1.0p-53;  // 53 random bits
 }
 

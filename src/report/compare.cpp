@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "atoll/report.h"
+#include "util/format.h"
 
 namespace atl {
 namespace {
@@ -50,12 +51,6 @@ std::string final_correlation(const nlohmann::json& summary) {
 }
 
 }  // namespace
-
-std::string format_number(const char* printf_format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, printf_format, v);
-  return buf;
-}
 
 std::string format_megabytes(double bytes) {
   if (bytes <= 0) return "0";

@@ -11,8 +11,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "atoll/data.h"
 #include "atoll/report.h"
+#include "util/file_io.h"
+#include "util/format.h"
 
 namespace atl {
 

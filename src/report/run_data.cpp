@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-#include <toml++/toml.h>
 
+#include "atoll/config.h"
 #include "atoll/report.h"
 
 namespace atl {
@@ -29,54 +29,7 @@ double number_or(const nlohmann::json& j, const char* key, double fallback) {
   return it != j.end() && it->is_number() ? it->get<double>() : fallback;
 }
 
-// A TOML value as it would be written in a config file.
-std::string toml_value(const toml::node& node) {
-  std::ostringstream o;
-  if (auto s = node.as_string()) {
-    o << '"' << s->get() << '"';
-  } else if (auto f = node.as_floating_point()) {
-    // The shortest form that reads back as the same double, so configs
-    // compare exactly and still read well.
-    char buf[40];
-    for (int digits = 6; digits <= 17; ++digits) {
-      std::snprintf(buf, sizeof buf, "%.*g", digits, f->get());
-      if (std::strtod(buf, nullptr) == f->get()) break;
-    }
-    o << buf;
-  } else if (auto i = node.as_integer()) {
-    o << i->get();
-  } else if (auto b = node.as_boolean()) {
-    o << (b->get() ? "true" : "false");
-  } else {
-    o << "(" << node.type() << ")";
-  }
-  return o.str();
-}
-
 }  // namespace
-
-std::map<std::string, std::string> flat_config(const std::string& toml_text, const std::string& source) {
-  toml::table table;
-  try {
-    table = toml::parse(toml_text, source);
-  } catch (const toml::parse_error& e) {
-    throw std::runtime_error(source + ": TOML syntax error: " + std::string(e.description()));
-  }
-  std::map<std::string, std::string> flat;
-  for (auto&& [section, node] : table) {
-    const toml::table* sub = node.as_table();
-    if (!sub) continue;
-    for (auto&& [key, value] : *sub) {
-      const std::string name = std::string(section.str()) + "." + std::string(key.str());
-      // Where and how the run was written, not what it computed.
-      if (name == "run.name" || name == "run.out_dir" || name == "run.overwrite" || name == "run.progress" ||
-          name == "run.threads")
-        continue;
-      flat[name] = toml_value(value);
-    }
-  }
-  return flat;
-}
 
 RunData load_run(const std::string& dir_text) {
   const fs::path dir(dir_text);
@@ -131,7 +84,8 @@ RunData load_run(const std::string& dir_text) {
   }
   if (run.bytes_sent_total <= 0) run.bytes_sent_total = run.bytes_sent_per_worker * static_cast<double>(run.workers);
   const fs::path config_path = dir / "config.toml";
-  run.config = flat_config(read_text(config_path, "'" + dir_text + "' has no config.toml"), config_path.string());
+  run.config = only_keys(flatten_toml(read_text(config_path, "'" + dir_text + "' has no config.toml"), config_path.string()),
+                         is_computation_key);
   return run;
 }
 

@@ -1,6 +1,6 @@
 #include "strategy/faults.h"
 
-#include "atoll/data.h"
+#include "util/rng.h"
 
 namespace atl {
 

@@ -2,8 +2,8 @@
 
 #include <ATen/ATen.h>
 
-#include "atoll/data.h"
 #include "strategy/baselines.h"
+#include "util/rng.h"
 
 namespace atl {
 namespace {

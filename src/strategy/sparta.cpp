@@ -7,7 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "atoll/data.h"
+#include "util/rng.h"
 
 namespace atl {
 

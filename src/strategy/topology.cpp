@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "atoll/data.h"
+#include "util/rng.h"
 
 namespace atl {
 

@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "atoll/config.h"
-#include "atoll/data.h"
 #include "atoll/report.h"
+#include "util/file_io.h"
 
 namespace atl {
 
@@ -199,7 +199,7 @@ CheckpointRecords CheckpointStore::read(int64_t step, const std::string& part) c
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw CheckpointError("checkpoint file '" + path.string() + "' is missing");
   try {
-    return parse_checkpoint(detail::read_file_bytes(path.string()));
+    return parse_checkpoint(read_file_bytes(path.string()));
   } catch (const CheckpointError& e) {
     throw CheckpointError("'" + path.string() + "': " + e.what());
   }
@@ -267,54 +267,10 @@ void CheckpointStore::remove_after(int64_t step) const {
   }
 }
 
-std::string trajectory_config(const Config& cfg) {
-  Config copy = cfg;  // to_toml visits fields through non-const references
-  std::string out;
-  for (const auto& [key, value] : flat_config(to_toml(copy), "<config>")) {
-    if (key.rfind("run.", 0) == 0 && key != "run.seed") continue;
-    if (key == "data.dir" || key == "data.data_root") continue;
-    out += key + " = " + value + "\n";
-  }
-  return out;
-}
+std::string trajectory_config(const Config& cfg) { return flat_lines(only_keys(flatten(cfg), shapes_trajectory)); }
 
-namespace {
-
-std::map<std::string, std::string> parse_lines(const std::string& text) {
-  std::map<std::string, std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, end - start);
-    const size_t eq = line.find(" = ");
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 3);
-    start = end + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string config_difference(const std::string& saved, const std::string& now, const std::string& where_saved) {
-  const auto a = parse_lines(saved), b = parse_lines(now);
-  std::vector<std::string> diffs;
-  auto value = [](const std::map<std::string, std::string>& m, const std::string& k) {
-    auto it = m.find(k);
-    if (it == m.end()) return std::string("(absent)");
-    std::string v = it->second;  // TOML text: strings come quoted
-    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-    return "'" + v + "'";
-  };
-  std::set<std::string> keys;
-  for (const auto& kv : a) keys.insert(kv.first);
-  for (const auto& kv : b) keys.insert(kv.first);
-  for (const auto& k : keys)
-    if (value(a, k) != value(b, k)) diffs.push_back(k + ": " + value(a, k) + " " + where_saved + ", " + value(b, k) + " now");
-  std::string out;
-  for (size_t i = 0; i < diffs.size() && i < 4; ++i) out += (i ? "; " : "") + diffs[i];
-  if (diffs.size() > 4) out += "; and " + std::to_string(diffs.size() - 4) + " more";
-  return out.empty() ? "(no difference)" : out;
+std::string trajectory_difference(const std::string& saved, const std::string& now, const std::string& where_saved) {
+  return describe_difference(parse_flat_lines(saved), parse_flat_lines(now), where_saved, "now");
 }
 
 }  // namespace atl

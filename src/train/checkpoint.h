@@ -90,8 +90,9 @@ std::string worker_part(int64_t rank);
 // (run.seed stays). A checkpoint resumes only a run with the same text.
 struct Config;
 std::string trajectory_config(const Config& cfg);
-// The first few keys whose values differ, as "key: 'a' <where_saved>, 'b' now".
-std::string config_difference(const std::string& saved, const std::string& now,
-                              const std::string& where_saved = "in the checkpoint");
+// The first few keys whose values differ between two trajectory_config()
+// texts, as "key = A <where_saved> but B now".
+std::string trajectory_difference(const std::string& saved, const std::string& now,
+                                  const std::string& where_saved = "in the checkpoint");
 
 }  // namespace atl

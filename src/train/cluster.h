@@ -11,31 +11,13 @@
 #include <ATen/core/Tensor.h>
 
 #include <functional>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "atoll/comm.h"
+#include "train/worker_report.h"
 
 namespace atl {
-
-// One worker's figures at an observation, as the observer needs them.
-struct WorkerReport {
-  double loss_sum = 0;
-  int64_t loss_count = 0;
-  double sim_now = 0, compute_s = 0, blocked_s = 0;  // virtual clock
-  double sent = 0, received = 0;
-  int64_t ops = 0;
-  double network_model_s = 0;  // sum of the network model's op times (the ledger's)
-  double comm_wall_s = 0;      // real runs: measured wall time inside collectives
-  double compute_wall_s = 0;   // real runs: measured wall time of forward/backward and updates
-  std::map<std::string, double> sent_by_tag;
-  std::vector<std::string> events;  // "fault" events (JSON lines) since the last report
-
-  nlohmann::json to_json() const;
-  static WorkerReport from_json(const nlohmann::json& j);
-};
 
 class Cluster {
  public:

@@ -1,4 +1,5 @@
 #include "train/data_source.h"
+#include "util/rng.h"
 
 #include <ATen/ATen.h>
 

@@ -9,10 +9,12 @@
 #include <stdexcept>
 
 #include "atoll/dist.h"
+#include "atoll/train.h"
 #include "train/checkpoint.h"
 #include "train/cluster.h"
 #include "train/driver.h"
 #include "train/metrics.h"
+#include "train/run_folder.h"
 #include "train/stop_signal.h"
 #include "train/threads.h"
 
@@ -79,37 +81,29 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
                                 std::to_string(opts.world_size) +
                                 "; a real run has one worker per rank (atoll train sets strategy.workers from "
                                 "WORLD_SIZE unless given)");
-  Config resolved = cfg;  // to_toml visits fields through non-const references
-  auto group = connect_gloo(opts, parse_algorithm(cfg.network.algorithm), to_toml(resolved));
+  auto group = connect_gloo(opts, parse_algorithm(cfg.network.algorithm), flat_lines(flatten(cfg)));
   const bool leader = group->rank() == 0;
+  const std::string& mode = cfg.run.resume;
 
   // Rank 0 alone owns the run folder and its metrics; every rank keeps its
-  // own worker's checkpoints under it (on its own host's disk).
+  // own worker's checkpoints under it (on its own host's disk). The resume
+  // policy (run_folder.h) is applied to what every rank holds: rank 0 checks
+  // the folder, each rank lists its intact checkpoint steps.
   CheckpointPlan plan;
-  plan.run_dir = std::filesystem::path(cfg.run.out_dir) / cfg.run.name;
-  const std::vector<std::string> parts =
-      leader ? std::vector<std::string>{"driver", worker_part(0)} : std::vector<std::string>{worker_part(group->rank())};
-  std::string status = "ok", steps;
-  try {
-    if (!cfg.run.resume) {
-      if (leader) create_run_folder(cfg);
-    } else {
-      if (leader) find_resume_step(cfg, plan.run_dir, parts);  // the folder's config and rank 0's files
-      for (int64_t s : CheckpointStore(plan.run_dir).complete_steps(parts)) steps += std::to_string(s) + ",";
+  plan.run_dir = run_folder(cfg);
+  std::string folder = "ok", steps;
+  if (mode != "false") {
+    try {
+      if (leader) find_resume_step(cfg, plan.run_dir, checkpoint_parts(cfg, 0));
+    } catch (const std::exception& e) {
+      folder = e.what();
     }
-  } catch (const std::exception& e) {
-    status = e.what();
+    for (int64_t s : CheckpointStore(plan.run_dir).complete_steps(checkpoint_parts(cfg, group->rank())))
+      steps += std::to_string(s) + ",";
   }
-  // The others learn whether rank 0 could start; a resumed run continues
-  // from the newest checkpoint every rank holds intact.
-  const auto statuses = group->raw_all_gather_strings(status);
-  for (size_t r = 0; r < statuses.size(); ++r)
-    if (statuses[r] != "ok")
-      throw std::runtime_error(int64_t(r) == group->rank() ? statuses[r]
-                                                           : "rank " + std::to_string(r) + " could not start the run: " +
-                                                                 statuses[r]);
-  std::unique_ptr<MetricsLog> log;
-  if (cfg.run.resume) {
+  const std::string leader_folder = group->raw_all_gather_strings(folder).at(0);
+  bool resume = false;
+  if (mode != "false") {
     std::map<int64_t, int64_t> holders;  // step -> ranks holding it
     const auto lists = group->raw_all_gather_strings(steps);
     for (const auto& list : lists)
@@ -117,11 +111,33 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
         ++holders[std::stoll(list.substr(start, end - start))];
     for (const auto& [step, count] : holders)
       if (count == int64_t(lists.size())) plan.resume_step = std::max(plan.resume_step, step);
-    if (plan.resume_step < 0)
+    resume = leader_folder == "ok" && plan.resume_step >= 0;
+    if (mode == "true" && leader_folder != "ok")
+      throw std::runtime_error(leader ? leader_folder : "rank 0 could not start the run: " + leader_folder);
+    if (mode == "true" && !resume)
       throw std::runtime_error("cannot resume '" + plan.run_dir.string() +
                                "': no checkpoint step is intact on every rank; start again with --run.overwrite=true");
-    if (leader) log = reopen_for_resume(plan.run_dir, plan.resume_step);
   }
+  if (!resume) plan.resume_step = -1;
+
+  // A fresh start: rank 0 creates the folder; the others learn whether it could.
+  std::string status = "ok";
+  if (!resume && leader) {
+    try {
+      const bool replace = cfg.run.overwrite || (mode == "auto" && holds_interrupted_run(plan.run_dir));
+      create_run_folder(cfg, replace);
+    } catch (const std::exception& e) {
+      status = e.what();
+    }
+  }
+  const auto statuses = group->raw_all_gather_strings(status);
+  for (size_t r = 0; r < statuses.size(); ++r)
+    if (statuses[r] != "ok")
+      throw std::runtime_error(int64_t(r) == group->rank() ? statuses[r]
+                                                           : "rank " + std::to_string(r) + " could not start the run: " +
+                                                                 statuses[r]);
+  std::unique_ptr<MetricsLog> log;
+  if (resume && leader) log = reopen_for_resume(plan.run_dir, plan.resume_step);
   if (!log) log = std::make_unique<MetricsLog>(leader ? plan.run_dir.string() : "");
   RealCluster cluster(*group);
   // Ranks on one host share its cores like simulated workers do.

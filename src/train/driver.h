@@ -1,9 +1,12 @@
-// The shared driver (simulate.cpp) as the real-run entry point uses it.
+// The driver: the worker loop every worker runs, the same for a simulated
+// run (all workers as threads of this process) and a real one (one worker
+// per process); a Cluster says where the workers are. At observation steps
+// (schedule.h) the local workers park, and the driver hands their reports to
+// the Observer and writes checkpoints.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
-#include <memory>
-#include <vector>
 
 #include "atoll/config.h"
 #include "atoll/train.h"
@@ -22,20 +25,5 @@ struct CheckpointPlan {
 // by the leader. `threads_per_worker_hint`: compute threads of each worker.
 RunSummary run_on_cluster(const Config& cfg, Cluster& cluster, MetricsLog& log, const TrainHooks& hooks,
                           int64_t threads_per_worker_hint, const CheckpointPlan& plan = {});
-
-// An existing run folder to resume: checks that its config.toml matches
-// cfg in every setting that shapes the trajectory, finds the newest
-// checkpoint whose `parts` are complete, and returns its step. Throws with
-// what is wrong and what to do; changes nothing on disk.
-int64_t find_resume_step(const Config& cfg, const std::filesystem::path& dir, const std::vector<std::string>& parts);
-// Opens the metrics of a resumed run at the sizes its checkpoint recorded and
-// removes newer, unfinished checkpoint folders.
-std::unique_ptr<MetricsLog> reopen_for_resume(const std::filesystem::path& dir, int64_t step);
-
-// runs/<name>/ with config.toml, refusing to replace a non-empty folder
-// unless cfg.run.overwrite.
-std::filesystem::path create_run_folder(const Config& cfg);
-// summary.json from a finished run.
-void write_summary(const std::filesystem::path& dir, const RunSummary& s);
 
 }  // namespace atl

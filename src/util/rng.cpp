@@ -1,5 +1,9 @@
-// splitmix64 and seed mixing: the only generator used for data order.
-#include "atoll/data.h"
+// splitmix64, seed mixing and seeded permutations.
+#include "util/rng.h"
+
+#include <cstddef>
+#include <numeric>
+#include <utility>
 
 namespace atl {
 
@@ -21,6 +25,17 @@ uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c) {
   h = splitmix64(s);
   s = h ^ c;
   return splitmix64(s);
+}
+
+std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  uint64_t state = seed;
+  for (int64_t i = n - 1; i > 0; --i) {
+    const auto j = static_cast<int64_t>(uniform_below(state, static_cast<uint64_t>(i) + 1));
+    std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
+  }
+  return perm;
 }
 
 }  // namespace atl

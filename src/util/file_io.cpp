@@ -1,5 +1,5 @@
-// Whole-file reads and atomic writes shared by the data sources.
-#include "atoll/data.h"
+// Whole-file reads and atomic, durable writes.
+#include "util/file_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace atl::detail {
+namespace atl {
 
 namespace fs = std::filesystem;
 
@@ -28,10 +28,6 @@ std::string read_file_bytes(const std::string& path) {
   return ss.str();
 }
 
-}  // namespace atl::detail
-
-namespace atl {
-namespace fs = std::filesystem;
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   const fs::path target(path);

@@ -1,0 +1,324 @@
+// The worker loop, its observation meetings and its checkpoints.
+#include "train/driver.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "atoll/model.h"
+#include "atoll/net.h"
+#include "atoll/strategy.h"
+#include "train/checkpoint.h"
+#include "train/data_source.h"
+#include "train/observer.h"
+#include "train/rendezvous.h"
+#include "train/schedule.h"
+#include "train/stop_signal.h"
+#include "train/threads.h"
+#include "train/worker_slot.h"
+#include "util/rng.h"
+
+namespace atl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+class Driver {
+ public:
+  Driver(const Config& cfg, Cluster& cluster, MetricsLog& log, const TrainHooks& hooks,
+         int64_t threads_per_worker_hint, const CheckpointPlan& plan)
+      : cfg_(cfg),
+        schedule_(cfg),
+        plan_(plan),
+        store_(plan.run_dir),
+        cluster_(cluster),
+        workers_(cluster.world()),
+        data_(cfg),
+        net_(NetworkModel::from_config(cfg.network, workers_, static_cast<uint64_t>(cfg.run.seed))),
+        observer_(cfg, log, hooks, data_, net_, cluster.real()),
+        threads_(threads_per_worker_hint),
+        compute_slots_(std::max<int64_t>(1, available_cores() / threads_)) {
+    speed_ = parse_number_list(cfg.network.speed_factors, 1.0);  // checked by validate()
+    speed_.resize(workers_, 1.0);
+    speed_changes_ = parse_speed_schedule(cfg.faults.speed_schedule);
+    // Every worker starts from bit-identical parameters: same seed, same init.
+    const uint64_t init_seed = static_cast<uint64_t>(cfg.run.seed);
+    for (int64_t r : cluster.local_ranks()) {
+      WorkerSlot slot;
+      slot.rank = r;
+      slot.model = make_model(cfg.model, data_.vocab_size(), init_seed);
+      slot.params = slot.model->parameters();
+      slot.comm = &cluster.comm(r);
+      slots_.push_back(std::move(slot));
+    }
+    modelled_step_ = flops_per_step(cfg, *slots_[0].model);
+    trajectory_ = trajectory_config(cfg);
+    if (resuming() && cluster.is_leader()) {
+      const CheckpointRecords records = store_.read(plan.resume_step, "driver");
+      StateReader reader(records, store_.file(plan.resume_step, "driver").string());
+      visit_meta(reader, plan.resume_step, -1);
+      observer_.visit_state(reader);
+      reader.expect_all_read();
+    }
+  }
+
+  RunSummary run() {
+    tune_allocator();
+    observer_.start();
+    if (cluster_.is_leader() && !resuming()) observer_.write_start_event(threads_);
+    if (slots_.size() == 1) {
+      guarded_worker(slots_[0]);  // a real rank: its worker runs on this thread
+    } else {
+      std::vector<std::thread> threads;
+      for (auto& slot : slots_) threads.emplace_back([this, &slot] { guarded_worker(slot); });
+      for (auto& t : threads) t.join();
+    }
+    if (first_error_) std::rethrow_exception(first_error_);
+    RunSummary summary = observer_.summary();
+    summary.stopped_at = stopped_at_;
+    summary.stopped_by_signal = stopped_at_ >= 0 && stop_requested();
+    if (stopped_at_ >= 0 && !plan_.run_dir.empty())
+      summary.checkpoint = store_.file(stopped_at_, "driver").parent_path().string();
+    return summary;
+  }
+
+ private:
+  // Modelled compute seconds of one step (network.compute_time = flops).
+  static double flops_per_step(const Config& cfg, Model& model) {
+    const double tokens = double(cfg.train.batch_size * model.tokens_per_example());
+    return model.flops_per_token() * tokens / (cfg.network.device_flops * cfg.network.mfu);
+  }
+
+  void guarded_worker(WorkerSlot& slot) {
+    try {
+      worker(slot);
+    } catch (const std::exception& e) {
+      record_error("worker " + std::to_string(slot.rank) + " failed: " + e.what());
+    } catch (...) {
+      record_error("worker " + std::to_string(slot.rank) + " failed");
+    }
+  }
+  void record_error(const std::string& why) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    // Keep the root cause: errors caused by the abort itself come second.
+    if (!first_error_) {
+      first_error_ = std::current_exception();
+      cluster_.abort(why);
+    }
+  }
+
+  // The worker loop: the same sequence for a simulated and a real worker.
+  void worker(WorkerSlot& slot) {
+    set_compute_threads(threads_);
+    const int64_t w = slot.rank;
+    Communicator& comm = *slot.comm;
+    comm.attach_clock(&slot.clock, &net_);
+    auto stream = data_.stream(w, workers_, mix_seed(static_cast<uint64_t>(cfg_.run.seed), uint64_t(w) + 1, 0xda7a));
+    std::vector<std::string> names;
+    for (const auto& item : slot.model->named_parameters()) names.push_back(item.key());
+    auto strategy = make_strategy(cfg_, slot.params, comm, names);
+    slot.global = strategy->global_params();
+    slot.strategy = strategy.get();
+    slot.stream = stream.get();
+    const int64_t first_step = resuming() ? plan_.resume_step : 0;
+    if (resuming()) load_worker(slot);
+    slot.model->train();
+    const bool flops_mode = cfg_.network.compute_time == "flops";
+    // With one thread per worker the thread's CPU time is its compute time,
+    // unaffected by other workers sharing the cores or by waiting in a
+    // collective; with more threads only wall time covers the helpers' work.
+    const Clock::time_point start = Clock::now();
+    auto now = [&] { return threads_ == 1 ? thread_cpu_seconds() : seconds_since(start); };
+    // Wall time of compute, net of the communication inside a strategy step.
+    auto wall_compute = [&](Clock::time_point from, double comm_before) {
+      return seconds_since(from) - (cluster_.measured_comm_seconds(w) - comm_before);
+    };
+
+    if (!resuming()) observe_at(0);
+    for (int64_t t = first_step; t < cfg_.train.steps; ++t) {
+      comm.set_step(t);
+      const Clock::time_point wall0 = Clock::now();
+      const double comm0 = cluster_.measured_comm_seconds(w);
+      if (!strategy->needs_gradient(t)) {
+        // No batch drawn, no compute charged: only the strategy's own update.
+        strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
+        slot.compute_wall += wall_compute(wall0, comm0);
+        if (observe_at(t + 1)) break;
+        continue;
+      }
+      double t0 = 0, t1 = 0;
+      at::Tensor loss;
+      {
+        ComputeSlots::Hold hold(compute_slots_);
+        t0 = now();
+        Batch batch = stream->next(cfg_.train.batch_size);
+        loss = slot.model->loss(batch.first, batch.second);
+        loss.backward();
+        t1 = now();
+      }
+      const double speed = speed_at(slot, t);
+      slot.clock.advance_compute(speed * (flops_mode ? modelled_step_ : t1 - t0));
+      strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
+      if (!flops_mode) slot.clock.advance_compute(speed * std::max(0.0, now() - t1));
+      slot.compute_wall += wall_compute(wall0, comm0);
+      const double l = loss.item<double>();
+      if (!std::isfinite(l))
+        throw std::runtime_error("worker " + std::to_string(w) + ": loss is " + std::to_string(l) +
+                                 " at step " + std::to_string(t + 1) + "; lower optim.lr");
+      slot.loss_sum += l;
+      slot.loss_count += 1;
+      if (observe_at(t + 1)) break;
+    }
+    slot.strategy = nullptr;  // the objects die with this frame
+    slot.stream = nullptr;
+  }
+
+  // Worker w's compute-time factor at step t: network.speed_factors, then
+  // the faults.speed_schedule changes up to t (each logged when it happens).
+  double speed_at(WorkerSlot& slot, int64_t t) {
+    double factor = speed_[slot.rank];
+    for (const auto& change : speed_changes_) {
+      if (change.step > t) break;
+      if (change.worker != slot.rank) continue;
+      factor = change.factor;
+      if (change.step == t)
+        slot.events.push_back(
+            fault_event_line(t, slot.rank, "speed", "compute-time factor " + std::to_string(factor)));
+    }
+    return factor;
+  }
+
+  // Parks this worker at an observation step (log, eval or checkpoint);
+  // the last local worker to arrive runs the observation. Returns true when
+  // the run stops here (a signal, or run.stop_at): every worker of every
+  // process gets the same answer, after the checkpoint is written.
+  bool observe_at(int64_t step) {
+    const bool eval = schedule_.is_eval_step(step), log = schedule_.is_log_step(step),
+               checkpoint = schedule_.is_checkpoint_step(step);
+    if (!eval && !log && !checkpoint) return false;
+    cluster_.meet([&] {
+      for (auto& s : slots_)  // the strategies' events since the last meeting
+        for (const auto& e : s.strategy->take_events())
+          s.events.push_back(fault_event_line(e.step, s.rank, e.kind, e.detail));
+      if (eval || log) observe(step, log, eval);
+      // Every process takes part in the same observer collectives.
+      const bool stop = step < cfg_.train.steps && cluster_.any(schedule_.is_stop_step(step) || stop_requested());
+      if (checkpoint || stop) write_checkpoint(step);
+      if (stop) stopped_at_ = step;
+      cluster_.observed();
+    });
+    return stopped_at_ >= 0;
+  }
+
+  // Runs once per process while its local workers are parked. Every process
+  // takes part in the cluster's collectives; only the leader observes.
+  void observe(int64_t step, bool log, bool eval) {
+    Observation o;
+    o.step = step;
+    o.log = log;
+    o.eval = eval;
+    std::vector<WorkerReport> local;
+    for (auto& s : slots_) {
+      local.push_back(s.report(cluster_.measured_comm_seconds(s.rank)));
+      s.clear_window();
+    }
+    o.reports = cluster_.reports(local);
+    o.global = slots_[0].global;
+    if (observer_.needs_params(step, log, eval, o.global != nullptr)) {
+      std::vector<std::vector<at::Tensor>> mine;
+      for (const auto& s : slots_) mine.push_back(s.params);
+      o.params = cluster_.params(mine);
+    }
+    if (!cluster_.is_leader()) return;
+    if (slots_[0].strategy) o.strategy_stats = slots_[0].strategy->stats();
+    observer_.observe(o);
+  }
+
+  bool resuming() const { return plan_.resume_step >= 0; }
+
+  // What identifies a run's checkpoint: its step, the worker, and the
+  // settings that shape the trajectory.
+  void visit_meta(StateVisitor& v, int64_t step, int64_t rank) {
+    int64_t saved_step = step, saved_rank = rank;
+    std::string config = trajectory_;
+    v.integer("meta.step", saved_step);
+    v.integer("meta.rank", saved_rank);
+    v.text("meta.config", config);
+    if (!v.loading()) return;
+    if (config != trajectory_)
+      throw CheckpointError("the checkpoint of step " + std::to_string(step) + " was written with other settings: " +
+                            trajectory_difference(config, trajectory_) +
+                            "; resume with the settings it was written with, or start a new run");
+    if (saved_step != step || saved_rank != rank)
+      throw CheckpointError("checkpoint file of step " + std::to_string(saved_step) + ", worker " +
+                            std::to_string(saved_rank) + " is filed as step " + std::to_string(step) +
+                            (rank >= 0 ? ", worker " + std::to_string(rank) : std::string()));
+  }
+
+  void load_worker(WorkerSlot& slot) {
+    const std::string part = worker_part(slot.rank);
+    const CheckpointRecords records = store_.read(plan_.resume_step, part);
+    StateReader reader(records, store_.file(plan_.resume_step, part).string());
+    visit_meta(reader, plan_.resume_step, slot.rank);
+    slot.visit_state(reader);
+    reader.expect_all_read();
+  }
+
+  // Runs in the observation while every local worker is parked.
+  void write_checkpoint(int64_t step) {
+    if (plan_.run_dir.empty()) return;  // simulate(): no run folder
+    for (auto& slot : slots_) {
+      StateWriter writer;
+      visit_meta(writer, step, slot.rank);
+      slot.visit_state(writer);
+      store_.write(step, worker_part(slot.rank), writer.records());
+    }
+    if (cluster_.is_leader()) {
+      StateWriter writer;
+      visit_meta(writer, step, -1);
+      observer_.visit_state(writer);
+      store_.write(step, "driver", writer.records());
+    }
+    // Only once every process has its files does an older checkpoint go.
+    cluster_.any(false);
+    if (cluster_.is_leader()) store_.prune(cfg_.run.keep_checkpoints);
+  }
+
+  Config cfg_;
+  Schedule schedule_;
+  CheckpointPlan plan_;
+  CheckpointStore store_;
+  std::string trajectory_;  // trajectory_config(cfg_): checkpoints must match it
+  Cluster& cluster_;
+  int64_t workers_;
+  DataSource data_;
+  NetworkModel net_;
+  Observer observer_;
+  int64_t threads_ = 1;
+  ComputeSlots compute_slots_;
+  std::vector<WorkerSlot> slots_;
+  double modelled_step_ = 0;
+  std::vector<double> speed_;
+  std::vector<SpeedChange> speed_changes_;
+  int64_t stopped_at_ = -1;  // set by the observation when the run stops early
+  std::mutex error_mutex_;
+  std::exception_ptr first_error_;
+};
+
+}  // namespace
+
+RunSummary run_on_cluster(const Config& cfg, Cluster& cluster, MetricsLog& log, const TrainHooks& hooks,
+                          int64_t threads_per_worker_hint, const CheckpointPlan& plan) {
+  Driver driver(cfg, cluster, log, hooks, threads_per_worker_hint, plan);
+  return driver.run();
+}
+
+}  // namespace atl

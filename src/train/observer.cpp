@@ -1,0 +1,293 @@
+#include "train/observer.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "train/correlation.h"
+#include "util/format.h"
+
+namespace atl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// FNV-1a over the raw bytes of every tensor, as 16 hex digits.
+std::string parameter_hash(const std::vector<at::Tensor>& tensors) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& t : tensors) {
+    const at::Tensor c = t.detach().contiguous();
+    const auto* p = static_cast<const uint8_t*>(c.data_ptr());
+    for (size_t i = 0, n = c.numel() * c.element_size(); i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+std::string fault_event_line(int64_t step, int64_t worker, const std::string& kind, const std::string& detail) {
+  return nlohmann::json{{"event", "fault"}, {"step", step}, {"worker", worker}, {"kind", kind}, {"detail", detail}}
+      .dump();
+}
+
+Observer::Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, const DataSource& data,
+                   const NetworkModel& net, bool real_run)
+    : cfg_(cfg),
+      schedule_(cfg),
+      log_(log),
+      hooks_(hooks),
+      data_(data),
+      net_(net),
+      real_(real_run),
+      workers_(cfg.strategy.workers),
+      eval_model_(make_model(cfg.model, data.vocab_size(), static_cast<uint64_t>(cfg.run.seed))) {
+  params_ = eval_model_->num_params();
+  flops_per_token_ = eval_model_->flops_per_token();
+  tokens_per_step_ = cfg.train.batch_size * eval_model_->tokens_per_example();
+}
+
+void Observer::start() { start_ = Clock::now(); }
+
+double Observer::seconds_since_start() const { return seconds_since(start_); }
+
+bool Observer::needs_params(int64_t step, bool log, bool eval, bool has_global) const {
+  const std::string which = eval_model_kind(has_global);
+  const bool correlation = log && schedule_.is_correlation_step(step);
+  const bool last = step == cfg_.train.steps;  // the end event fingerprints every worker
+  return last || correlation || (eval && (which != "global" || cfg_.strategy.eval_worker0));
+}
+
+void Observer::visit_state(StateVisitor& v) {
+  StateVisitor::Scope scope(v, "observer");
+  double elapsed = elapsed_offset_ + (v.loading() ? 0.0 : seconds_since_start());
+  v.real("elapsed", elapsed);
+  if (v.loading()) elapsed_offset_ = elapsed;
+  v.real("eval_wall", eval_wall_);
+  v.real("logged_sent", logged_sent_);
+  v.integer("logged_step", logged_step_);
+  v.real("last_train_loss", last_train_loss_);
+  v.real("last_val_loss", last_val_loss_);
+  v.real("last_correlation", last_correlation_);
+  v.integer("outages_logged", outages_logged_);
+  int64_t jsonl = static_cast<int64_t>(log_.jsonl_bytes()), csv = static_cast<int64_t>(log_.csv_bytes());
+  v.integer("metrics.jsonl_bytes", jsonl);  // read by the run folder before the log reopens
+  v.integer("metrics.csv_bytes", csv);
+}
+
+void Observer::observe(const Observation& o) {
+  const int64_t step = o.step;
+  const double elapsed = elapsed_offset_ + seconds_since_start();
+  const double train_wall = std::max(1e-9, elapsed - eval_wall_);
+  const std::string which = eval_model_kind(o.global != nullptr);
+  const bool correlation = o.log && schedule_.is_correlation_step(step);
+  const bool last = step == cfg_.train.steps;
+
+  double loss = 0, sim_time = 0, compute = 0, blocked = 0, sent = 0, received = 0;
+  for (const auto& r : o.reports) {
+    loss += r.loss_count ? r.loss_sum / double(r.loss_count) : 0;
+    sim_time = std::max(sim_time, r.sim_now);
+    compute += r.compute_s;
+    blocked += r.blocked_s;
+    sent += r.sent;
+    received += r.received;
+  }
+  const double n = double(workers_);
+  loss /= n;
+  const double tokens = double(step) * double(tokens_per_step_) * n;
+  const double tokens_per_s = tokens / train_wall;
+  nlohmann::json common = {{"step", step},
+                           {"tokens", tokens},
+                           {"elapsed_s", elapsed},
+                           {"sim_time_s", sim_time},
+                           {"compute_s", compute / n},
+                           {"blocked_s", blocked / n},
+                           {"utilisation", sim_time > 0 ? (compute / n) / sim_time : 1.0},
+                           {"bytes_sent_per_worker", sent / n},
+                           {"bytes_received_per_worker", received / n}};
+  for (const auto& r : o.reports)  // rank order
+    for (const auto& e : r.events) log_.write(nlohmann::json::parse(e));
+  log_outages(step, sim_time);
+  ProgressInfo info;
+  info.step = step;
+  info.total_steps = cfg_.train.steps;
+  info.elapsed_s = elapsed;
+  info.tokens_per_s = step > 0 ? tokens_per_s : 0;
+  info.sim_time_s = sim_time;
+  info.bytes_sent_per_worker = sent / n;
+  info.eta_s = step > 0 ? train_wall / double(step) * double(cfg_.train.steps - step) : 0;
+  if (o.log) {
+    nlohmann::json e = common;
+    e["event"] = "train";
+    e["loss"] = loss;
+    e["lr"] = learning_rate(cfg_.optim, step - 1, cfg_.train.steps);
+    e["tokens_per_s"] = tokens_per_s;
+    e["model_flops_per_s"] = tokens_per_s * flops_per_token_;
+    // Per-worker bytes per step over this log window (the cumulative figure is in `common`).
+    e["bytes_sent_per_worker_per_step"] =
+        (sent / n - logged_sent_) / double(std::max<int64_t>(1, step - logged_step_));
+    logged_sent_ = sent / n;
+    logged_step_ = step;
+    for (const auto& [key, value] : o.strategy_stats) e[key] = value;
+    if (correlation) {
+      const auto corr_start = Clock::now();
+      const Correlation c = parameter_correlation(o.params);
+      e["correlation"] = c.mean;
+      e["correlation_min"] = c.min;
+      e["correlation_ms"] = 1e3 * seconds_since(corr_start);
+      last_correlation_ = c.mean;
+      eval_wall_ += seconds_since(corr_start);  // like eval: not training time
+    }
+    log_.write(e);
+    last_train_loss_ = loss;
+    info.loss = loss;
+  }
+  if (o.eval) {
+    const auto eval_start = Clock::now();
+    nlohmann::json e = common;
+    e["event"] = "eval";
+    e["eval_model"] = which;
+    e["val_loss"] = evaluate(which, o);
+    e["val_ppl"] = std::exp(e["val_loss"].get<double>());
+    if (cfg_.strategy.eval_worker0 && which != "worker0") e["val_loss_worker0"] = evaluate("worker0", o);
+    eval_wall_ += seconds_since(eval_start);
+    log_.write(e);
+    last_val_loss_ = e["val_loss"].get<double>();
+    info.is_eval = true;
+  }
+  info.loss = last_train_loss_;
+  info.val_loss = last_val_loss_;
+  if (workers_ > 1 && cfg_.strategy.correlation_every > 0 && step >= cfg_.strategy.correlation_every)
+    info.correlation = last_correlation_;
+  if (hooks_.progress) hooks_.progress(info);
+  if (last) finish(o, loss, sim_time, compute / n, sent / n, tokens_per_s);
+}
+
+// A "fault" event for each link outage the simulated clock has reached.
+void Observer::log_outages(int64_t step, double sim_time) {
+  const auto& outages = net_.outages();
+  for (; outages_logged_ < int64_t(outages.size()); ++outages_logged_) {
+    const Outage& out = outages[size_t(outages_logged_)];
+    if (out.from > sim_time) break;
+    log_.write(nlohmann::json::parse(fault_event_line(step, out.worker, "outage",
+                                                      "link down from " + format_number("%g", out.from) + " s to " +
+                                                          format_number("%g", out.to) + " s (simulated)")));
+  }
+}
+
+std::string Observer::eval_model_kind(bool has_global) const {
+  const std::string& k = cfg_.strategy.eval_model;
+  if (k != "auto") return k;
+  return has_global ? "global" : "average";
+}
+
+// Mean loss over the fixed evaluation batches of the chosen parameters.
+double Observer::evaluate(const std::string& which, const Observation& o) {
+  at::NoGradGuard no_grad;
+  auto dst = eval_model_->parameters();
+  if (which == "global") {
+    if (!o.global)
+      throw std::invalid_argument("strategy.eval_model = 'global': " + cfg_.strategy.name + " keeps no global model");
+    for (size_t k = 0; k < dst.size(); ++k) dst[k].copy_((*o.global)[k]);
+  } else if (which == "worker0") {
+    for (size_t k = 0; k < dst.size(); ++k) dst[k].copy_(o.params[0][k]);
+  } else {
+    // Sum in rank order, so the average is bitwise reproducible.
+    for (size_t k = 0; k < dst.size(); ++k) {
+      at::Tensor acc = o.params[0][k].detach().clone();
+      for (int64_t w = 1; w < workers_; ++w) acc.add_(o.params[w][k].detach());
+      dst[k].copy_(acc.div_(double(workers_)));
+    }
+  }
+  eval_model_->eval();
+  double total = 0;
+  for (const auto& b : data_.eval_batches()) total += eval_model_->loss(b.first, b.second).item<double>();
+  return total / double(data_.eval_batches().size());
+}
+
+void Observer::write_start_event(int64_t threads_per_worker) {
+  nlohmann::json e = {{"event", "start"},
+                      {"strategy", cfg_.strategy.name},
+                      {"workers", workers_},
+                      {"params", params_},
+                      {"flops_per_token", flops_per_token_},
+                      {"tokens_per_step_per_worker", tokens_per_step_},
+                      {"global_batch_tokens", tokens_per_step_ * workers_},
+                      {"token_budget_per_worker", tokens_per_step_ * cfg_.train.steps},
+                      {"token_budget_total", tokens_per_step_ * cfg_.train.steps * workers_},
+                      {"train_split_size", data_.train_tokens()},
+                      {"vocab_size", data_.vocab_size()},
+                      {"threads_per_worker", threads_per_worker},
+                      {"compute_time", cfg_.network.compute_time},
+                      {"mode", real_ ? "real" : "simulated"}};
+  log_.write(e);
+  log_.write(e);
+}
+
+void Observer::finish(const Observation& o, double loss, double sim_time, double compute, double sent,
+                      double tokens_per_s) {
+  summary_.steps = cfg_.train.steps;
+  summary_.workers = workers_;
+  summary_.params = params_;
+  summary_.final_train_loss = loss;
+  summary_.final_val_loss = last_val_loss_;
+  summary_.wall_seconds = seconds_since_start();
+  summary_.tokens_per_s = tokens_per_s;
+  summary_.model_flops_per_s = tokens_per_s * flops_per_token_;
+  summary_.sim_seconds = sim_time;
+  summary_.compute_utilisation = sim_time > 0 ? compute / sim_time : 1.0;
+  summary_.bytes_sent_per_worker = sent;
+  nlohmann::json by_tag = nlohmann::json::object(), per_worker = nlohmann::json::array();
+  double comm_wall = 0, compute_wall = 0, network_model = 0;
+  for (const auto& r : o.reports) {
+    nlohmann::json w = {{"sent", r.sent}, {"received", r.received}, {"ops", r.ops},
+                        {"network_model_s", r.network_model_s}};
+    if (real_) {
+      w["comm_wall_s"] = r.comm_wall_s;
+      w["compute_wall_s"] = r.compute_wall_s;
+    }
+    per_worker.push_back(w);
+    for (const auto& [tag, bytes] : r.sent_by_tag) by_tag[tag] = by_tag.value(tag, 0.0) + bytes;
+    comm_wall += r.comm_wall_s;
+    compute_wall += r.compute_wall_s;
+    network_model += r.network_model_s;
+  }
+  const double n = double(workers_);
+  nlohmann::json e = {{"event", "end"},
+                      {"final_val_loss", last_val_loss_},
+                      {"final_train_loss", loss},
+                      {"wall_s", summary_.wall_seconds},
+                      {"tokens_per_s", tokens_per_s},
+                      {"model_flops_per_s", summary_.model_flops_per_s},
+                      {"sim_time_s", sim_time},
+                      {"compute_utilisation", summary_.compute_utilisation},
+                      {"bytes_sent_per_worker", sent},
+                      {"network_model_s_per_worker", network_model / n},
+                      {"final_correlation", workers_ > 1 && cfg_.strategy.correlation_every > 0
+                                                ? nlohmann::json(last_correlation_)
+                                                : nlohmann::json(nullptr)},
+                      {"bytes_sent_by_tag_total", by_tag},
+                      {"ledger_per_worker", per_worker}};
+  // Bitwise fingerprints of every worker's final parameters: equal runs
+  // (simulated against real, resumed against uninterrupted) have equal hashes.
+  nlohmann::json hashes = nlohmann::json::array();
+  for (const auto& worker : o.params) hashes.push_back(parameter_hash(worker));
+  e["params_hash_per_worker"] = hashes;
+  summary_.network_model_seconds = network_model / n;
+  if (real_) {
+    summary_.comm_wall_seconds = comm_wall / n;
+    // Measured next to the ledger's bytes and the network model's prediction.
+    e["comm_wall_s_per_worker"] = comm_wall / n;
+    e["compute_wall_s_per_worker"] = compute_wall / n;
+  }
+  log_.write(e);
+}
+
+}  // namespace atl

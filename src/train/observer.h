@@ -1,0 +1,90 @@
+// The observer: turns what the workers report at an observation step into
+// the run's events (start, train, eval, fault, end), evaluates the model the
+// run is judged by, shows progress and builds the summary. It never sees a
+// worker: it gets the workers' reports, their gathered parameters, the
+// strategy's counters and global model. Only the leader process has one.
+//
+// Thread-safety: called by one thread at a time (the driver's observation
+// callback, while every local worker is parked).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "atoll/config.h"
+#include "atoll/model.h"
+#include "atoll/net.h"
+#include "atoll/state.h"
+#include "atoll/train.h"
+#include "train/data_source.h"
+#include "train/metrics.h"
+#include "train/schedule.h"
+#include "train/worker_report.h"
+
+namespace atl {
+
+// One "fault" event as a JSON line (workers collect them between observations).
+std::string fault_event_line(int64_t step, int64_t worker, const std::string& kind, const std::string& detail);
+
+// What the workers bring to one observation.
+struct Observation {
+  int64_t step = 0;
+  bool log = false, eval = false;
+  std::vector<WorkerReport> reports;                 // every worker's, rank order
+  std::vector<std::vector<at::Tensor>> params;       // every worker's, if needs_params()
+  std::map<std::string, double> strategy_stats;      // worker 0's strategy counters
+  const std::vector<at::Tensor>* global = nullptr;   // the strategy's global model, if any
+};
+
+class Observer {
+ public:
+  Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, const DataSource& data,
+           const NetworkModel& net, bool real_run);
+  // Starts the wall clock (of this process's part of the run).
+  void start();
+  void write_start_event(int64_t threads_per_worker);
+  // Whether the observation of `step` needs every worker's parameters.
+  bool needs_params(int64_t step, bool log, bool eval, bool has_global) const;
+  // Logs the observation; at the last step also the end event and summary.
+  void observe(const Observation& o);
+  // The running figures between log lines (the driver's checkpoint part).
+  void visit_state(StateVisitor& v);
+  const RunSummary& summary() const { return summary_; }
+
+ private:
+  std::string eval_model_kind(bool has_global) const;
+  double evaluate(const std::string& which, const Observation& o);
+  void log_outages(int64_t step, double sim_time);
+  void finish(const Observation& o, double loss, double sim_time, double compute, double sent, double tokens_per_s);
+  double seconds_since_start() const;
+
+  Config cfg_;
+  Schedule schedule_;
+  MetricsLog& log_;
+  TrainHooks hooks_;
+  const DataSource& data_;
+  const NetworkModel& net_;
+  bool real_;
+  int64_t workers_;
+  std::shared_ptr<Model> eval_model_;
+  int64_t params_ = 0;
+  double flops_per_token_ = 0;
+  int64_t tokens_per_step_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  double eval_wall_ = 0;
+  double elapsed_offset_ = 0;  // wall seconds before the checkpoint this run resumed from
+  double logged_sent_ = 0;     // per-worker bytes sent at the previous train event
+  int64_t logged_step_ = 0;
+  double last_train_loss_ = 0, last_val_loss_ = -1;
+  double last_correlation_ = 1;
+  int64_t outages_logged_ = 0;  // network outages (in time order) already in the metrics
+  RunSummary summary_;
+};
+
+}  // namespace atl

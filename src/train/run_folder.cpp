@@ -1,0 +1,141 @@
+#include "train/run_folder.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "train/checkpoint.h"
+
+namespace atl {
+namespace fs = std::filesystem;
+
+fs::path run_folder(const Config& cfg) { return fs::path(cfg.run.out_dir) / cfg.run.name; }
+
+fs::path create_run_folder(const Config& cfg, bool replace) {
+  const fs::path dir = run_folder(cfg);
+  if (fs::exists(dir) && !fs::is_empty(dir)) {
+    if (!replace)
+      throw std::runtime_error("run folder '" + dir.string() +
+                               "' already exists; choose another --run.name or pass --run.overwrite=true");
+    fs::remove_all(dir);
+  }
+  fs::create_directories(dir);
+  std::ofstream out(dir / "config.toml");
+  out << "# resolved configuration of this run\n" << to_toml(cfg);
+  if (!out) throw std::runtime_error("cannot write '" + (dir / "config.toml").string() + "'");
+  return dir;
+}
+
+void write_summary(const fs::path& dir, const RunSummary& s) {
+  nlohmann::json summary = {{"final_val_loss", s.final_val_loss},
+                            {"final_train_loss", s.final_train_loss},
+                            {"steps", s.steps},
+                            {"workers", s.workers},
+                            {"params", s.params},
+                            {"wall_s", s.wall_seconds},
+                            {"tokens_per_s", s.tokens_per_s},
+                            {"model_flops_per_s", s.model_flops_per_s},
+                            {"sim_time_s", s.sim_seconds},
+                            {"compute_utilisation", s.compute_utilisation},
+                            {"bytes_sent_per_worker", s.bytes_sent_per_worker}};
+  if (!s.events.empty()) summary["end"] = nlohmann::json::parse(s.events.back());
+  std::ofstream(dir / "summary.json") << summary.dump(2) << "\n";
+}
+
+std::vector<std::string> checkpoint_parts(const Config& cfg, int64_t rank) {
+  if (rank > 0) return {worker_part(rank)};
+  if (rank == 0) return {"driver", worker_part(0)};
+  std::vector<std::string> parts = {"driver"};
+  for (int64_t r = 0; r < cfg.strategy.workers; ++r) parts.push_back(worker_part(r));
+  return parts;
+}
+
+int64_t find_resume_step(const Config& cfg, const fs::path& dir, const std::vector<std::string>& parts) {
+  const fs::path config_path = dir / "config.toml";
+  if (!fs::is_regular_file(config_path))
+    throw std::runtime_error("cannot resume: '" + dir.string() + "' holds no run (no config.toml); start it without " +
+                             "--run.resume");
+  if (fs::exists(dir / "summary.json"))
+    throw std::runtime_error("cannot resume: the run in '" + dir.string() + "' has finished (summary.json); " +
+                             "start a new one with another --run.name, or replace it with --run.overwrite=true");
+  Config started;
+  try {
+    started = load_config(config_path.string(), {});
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot resume: '" + config_path.string() + "' does not load: " + e.what());
+  }
+  const std::string now = trajectory_config(cfg), then = trajectory_config(started);
+  if (now != then)
+    throw std::runtime_error("cannot resume '" + dir.string() + "': it was started with other settings (" +
+                             trajectory_difference(then, now, "when it started") +
+                             "); resume with the same config and overrides");
+  const CheckpointStore store(dir);
+  std::vector<std::string> skipped;
+  const int64_t step = store.latest_complete(parts, &skipped);
+  if (step < 0) {
+    std::string why;
+    for (const auto& s : skipped) why += "\n  " + s;
+    throw std::runtime_error("cannot resume '" + dir.string() + "': no complete checkpoint in " +
+                             store.folder().string() + (why.empty() ? std::string(" (none written)") : ":" + why) +
+                             "\nset run.checkpoint_every to write them, or start again with --run.overwrite=true");
+  }
+  // A checkpoint copied in from another run is refused before anything changes.
+  for (const auto& part : parts) {
+    const CheckpointRecords r = store.read(step, part);
+    auto it = r.find("meta.config");
+    if (it == r.end() || it->second.text != now)
+      throw CheckpointError("cannot resume '" + dir.string() + "': " + store.file(step, part).string() +
+                            " was written with other settings (" +
+                            trajectory_difference(it == r.end() ? std::string() : it->second.text, now) + ")");
+  }
+  return step;
+}
+
+std::unique_ptr<MetricsLog> reopen_for_resume(const fs::path& dir, int64_t step) {
+  const CheckpointStore store(dir);
+  const CheckpointRecords r = store.read(step, "driver");
+  auto size = [&](const std::string& key) {
+    auto it = r.find("observer." + key);
+    if (it == r.end() || it->second.kind != RecordKind::Integer || it->second.integer < 0)
+      throw CheckpointError(store.file(step, "driver").string() + " lacks the metrics sizes");
+    return static_cast<uint64_t>(it->second.integer);
+  };
+  auto log = std::make_unique<MetricsLog>(dir.string(), size("metrics.jsonl_bytes"), size("metrics.csv_bytes"));
+  store.remove_after(step);
+  return log;
+}
+
+bool holds_interrupted_run(const fs::path& dir) {
+  return fs::is_regular_file(dir / "config.toml") && !fs::exists(dir / "summary.json");
+}
+
+int64_t latest_checkpoint(const Config& cfg, int64_t rank) {
+  const std::vector<std::string> parts =
+      rank >= 0 ? std::vector<std::string>{worker_part(rank)} : checkpoint_parts(cfg);
+  return CheckpointStore(run_folder(cfg)).latest_complete(parts, nullptr);
+}
+
+StartPlan plan_start(const Config& cfg, int64_t rank) {
+  StartPlan plan;
+  const std::string& mode = cfg.run.resume;
+  if (mode == "false") {
+    plan.replace = cfg.run.overwrite;
+    return plan;
+  }
+  const fs::path dir = run_folder(cfg);
+  if (mode == "true") {
+    plan.resume = true;
+    plan.step = find_resume_step(cfg, dir, checkpoint_parts(cfg, rank));
+    return plan;
+  }
+  try {  // auto
+    plan.step = find_resume_step(cfg, dir, checkpoint_parts(cfg, rank));
+    plan.resume = true;
+  } catch (const std::exception& e) {
+    plan.why = e.what();
+    plan.replace = cfg.run.overwrite || holds_interrupted_run(dir);
+  }
+  return plan;
+}
+
+}  // namespace atl

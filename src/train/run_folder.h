@@ -1,0 +1,45 @@
+// A run folder's life: created for a new run (config.toml), resumed from its
+// newest intact checkpoint, finished with summary.json. The one place that
+// decides whether a run starts fresh or resumes (run.resume = false | true |
+// auto), for simulated and real runs alike.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "atoll/config.h"
+#include "atoll/train.h"
+#include "train/metrics.h"
+
+namespace atl {
+
+// <out_dir>/<name>.
+std::filesystem::path run_folder(const Config& cfg);
+
+// runs/<name>/ with config.toml. An existing non-empty folder is refused
+// unless `replace` (then it is emptied first).
+std::filesystem::path create_run_folder(const Config& cfg, bool replace);
+// summary.json from a finished run.
+void write_summary(const std::filesystem::path& dir, const RunSummary& s);
+
+// The checkpoint files of one step of a simulated run ("driver" and every
+// worker's), or of real rank `rank` (its worker's, plus "driver" on rank 0).
+std::vector<std::string> checkpoint_parts(const Config& cfg, int64_t rank = -1);
+
+// An existing run folder to resume: checks that its config.toml matches
+// cfg in every setting that shapes the trajectory, finds the newest
+// checkpoint whose `parts` are complete, and returns its step. Throws with
+// what is wrong and what to do; changes nothing on disk.
+int64_t find_resume_step(const Config& cfg, const std::filesystem::path& dir, const std::vector<std::string>& parts);
+// Opens the metrics of a resumed run at the sizes its checkpoint recorded and
+// removes newer, unfinished checkpoint folders.
+std::unique_ptr<MetricsLog> reopen_for_resume(const std::filesystem::path& dir, int64_t step);
+
+// Whether the folder holds a run that started and did not finish
+// (config.toml without summary.json): `auto` may replace it.
+bool holds_interrupted_run(const std::filesystem::path& dir);
+
+}  // namespace atl

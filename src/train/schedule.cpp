@@ -1,0 +1,44 @@
+#include "train/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "atoll/train.h"
+
+namespace atl {
+
+double learning_rate(const OptimConfig& cfg, int64_t t, int64_t total_steps) {
+  if (t < cfg.warmup_steps) return cfg.lr * double(t + 1) / double(cfg.warmup_steps);
+  if (cfg.schedule == "constant") return cfg.lr;
+  const double span = std::max<int64_t>(1, total_steps - cfg.warmup_steps);
+  const double progress = std::min(1.0, double(t - cfg.warmup_steps) / span);
+  return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1.0 + std::cos(M_PI * progress));
+}
+
+Schedule::Schedule(const Config& cfg)
+    : steps_(cfg.train.steps),
+      eval_every_(cfg.train.eval_every),
+      log_every_(cfg.train.log_every),
+      correlation_every_(cfg.strategy.correlation_every),
+      workers_(cfg.strategy.workers),
+      checkpoint_every_(cfg.run.checkpoint_every),
+      stop_at_(cfg.run.stop_at) {}
+
+bool Schedule::is_eval_step(int64_t step) const {
+  return step == 0 || step == steps_ || (eval_every_ > 0 && step % eval_every_ == 0);
+}
+
+bool Schedule::is_correlation_step(int64_t step) const {
+  return workers_ > 1 && correlation_every_ > 0 && step > 0 && (step % correlation_every_ == 0 || step == steps_);
+}
+
+bool Schedule::is_log_step(int64_t step) const {
+  return step > 0 && (step % log_every_ == 0 || step == steps_ || is_correlation_step(step));
+}
+
+bool Schedule::is_checkpoint_step(int64_t step) const {
+  if (step >= steps_) return false;  // the run is complete: nothing to resume
+  return step > 0 && ((checkpoint_every_ > 0 && step % checkpoint_every_ == 0) || step == stop_at_);
+}
+
+}  // namespace atl

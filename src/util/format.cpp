@@ -1,0 +1,28 @@
+#include "util/format.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iomanip>
+#include <sstream>
+
+namespace atl {
+
+std::string format_number(const char* printf_format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, printf_format, v);
+  return buf;
+}
+
+std::string format_double_exact(double v) {
+  std::string s;
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::ostringstream o;
+    o << std::setprecision(digits) << v;
+    s = o.str();
+    if (std::strtod(s.c_str(), nullptr) == v) break;
+  }
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace atl

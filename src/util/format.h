@@ -1,0 +1,17 @@
+// Number formatting shared by the config writer, metrics and reports.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+
+namespace atl {
+
+// printf-style formatting of one double, e.g. format_number("%.4f", x).
+std::string format_number(const char* printf_format, double v);
+
+// The shortest of 15..17 significant digits that reads back exactly (0.2
+// stays "0.2", round trips stay exact), with a '.' or exponent as TOML needs.
+std::string format_double_exact(double v);
+
+}  // namespace atl
