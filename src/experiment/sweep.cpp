@@ -1,17 +1,15 @@
 // A preset's [sweep]: reading it, expanding runs x grid, and running each
 // run as a child `atoll train` into <out_root>/<sweep>/<run>/ (a child
 // process per run keeps each run's threads, allocator and failures its own).
-#include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <csignal>
 #include <cmath>
 #include <cctype>
-#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,6 +24,7 @@
 #include "atoll/experiment.h"
 #include "atoll/report.h"
 #include "atoll/train.h"
+#include "launch/process.h"
 #include "train/stop_signal.h"
 
 namespace atl {
@@ -347,30 +346,34 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   // Ctrl-C or SIGTERM: each run gets one SIGTERM from the sweep (the runs sit
   // in process groups of their own, so a terminal's Ctrl-C reaches them only
   // this way, once), stops after writing a checkpoint, and the next sweep
-  // resumes it. A second signal ends the sweep at once.
-  StopSignalScope signals;
+  // resumes it. A second signal ends the sweep at once, as it ends a run.
+  SignalScope signals(stop_signal_options());
   bool forwarded = false;
-  std::map<pid_t, std::string> running;  // pid -> run name
+  struct Running {
+    Child child;
+    std::string name;
+  };
+  std::vector<Running> running;
   auto stop_running = [&]() {
     if (forwarded) return;
     forwarded = true;
-    for (const auto& [p, n] : running) ::kill(p, SIGTERM);
+    for (const auto& r : running) signal_group(r.child, SIGTERM);
   };
   std::string failure;  // the first run that failed (not stopped by a signal)
+  // Waits for one run to exit; the signal scope wakes it on SIGCHLD and on
+  // SIGINT/SIGTERM (the 100 ms cap is only a safety net).
   auto wait_one = [&]() {
-    int status = 0;
-    pid_t pid = -1;
-    while (!running.count(pid)) {  // ignore children that are not our runs
-      pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid == 0) {
-        if (stop_requested()) stop_running();
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      } else if (pid < 0 && errno != EINTR) {
-        throw std::runtime_error("sweep: waitpid failed");
-      }
+    auto done = running.end();
+    while ((done = std::find_if(running.begin(), running.end(), [](Running& r) { return reap(r.child); })) ==
+           running.end()) {
+      pollfd wake{signals.wake_fd(), POLLIN, 0};
+      if (::poll(&wake, 1, 100) < 0 && errno != EINTR) throw std::runtime_error("sweep: poll failed");
+      signals.take_signals();  // stop_requested() counts them
+      if (stop_requested()) stop_running();
     }
-    const std::string name = running.at(pid);
-    running.erase(pid);
+    const std::string name = done->name;
+    const int status = done->child.status;
+    running.erase(done);
     const bool stopped = WIFEXITED(status) && WEXITSTATUS(status) == 130;  // checkpoint written
     if (stopped) {
       if (!options.quiet) std::cout << "sweep: " << name << " stopped with a checkpoint\n" << std::flush;
@@ -397,35 +400,34 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     ++index;
     while (static_cast<int64_t>(running.size()) >= options.jobs) wait_one();
     if (forwarded || stop_requested()) break;  // stopping: start nothing new
-    std::vector<std::string> argv_s = {options.exe, "train", spec.preset};
-    for (const auto& a : p.args) argv_s.push_back("--" + a);
-    if (options.jobs > 1) argv_s.push_back("--run.threads=" + std::to_string(threads));
+    std::vector<std::string> argv = {options.exe, "train", spec.preset};
+    for (const auto& a : p.args) argv.push_back("--" + a);
+    if (options.jobs > 1) argv.push_back("--run.threads=" + std::to_string(threads));
     const std::string log = (fs::path(outcome.dir) / (p.run->name + ".log")).string();
     if (!options.quiet)
       std::cout << "sweep: [" << index << "/" << todo.size() << "] " << p.run->name
                 << (to_log ? " (log: " + log + ")" : "") << "\n"
                 << std::flush;
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("sweep: fork failed");
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      if (to_log) {
-        // A resumed run continues the log of its first part.
-        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | (p.resume ? O_APPEND : O_TRUNC), 0644);
-        if (fd >= 0) {
-          ::dup2(fd, 1);
-          ::dup2(fd, 2);
-          ::close(fd);
-        }
-      }
-      ::execv(argv[0], argv.data());
-      std::perror(("sweep: cannot run " + options.exe).c_str());
-      ::_exit(127);
+    SpawnOptions how;
+    if (to_log) how.log_file = log;
+    how.append = p.resume;  // a resumed run continues the log of its first part
+    how.signals = &signals;
+    Child child;
+    try {
+      child = spawn(plan_exec(argv), how);
+    } catch (const std::system_error& e) {
+      throw std::runtime_error(std::string("sweep: ") + e.what());
     }
-    running[pid] = p.run->name;
+    if (child.exec_errno != 0) {
+      // Where the run's own output goes; it exits 127 and fails like any run.
+      const std::string line = "sweep: cannot run " + options.exe + ": " + std::strerror(child.exec_errno) + "\n";
+      if (to_log) {
+        std::ofstream(log, std::ios::app) << line;
+      } else {
+        std::cerr << line << std::flush;
+      }
+    }
+    running.push_back({child, p.run->name});
   }
   while (!running.empty()) wait_one();
   if (!failure.empty()) throw std::runtime_error(failure);

@@ -1,49 +1,28 @@
-// `atoll launch`: fork+exec N ranks, relay their output line by line, stop the
+// `atoll launch`: start N ranks, relay their output line by line, stop the
 // job on the first failure or on SIGINT/SIGTERM (see include/atoll/launch.h).
+// Starting, reaping and signalling the ranks, and the signal wake-ups, are the
+// process toolkit's (launch/process.h); this file is the job's policy.
 //
-// Process groups: every rank gets its own process group (setpgid in both the
-// parent and the child, so neither can signal it before it exists). Then
-//  - a signal to the group, kill(-pgid), also reaches whatever the rank
-//    started itself (the `sleep` under `sh -c '...'`, data-loader helpers),
-//    so stopping a job leaves no orphans behind a dead rank;
-//  - Ctrl-C at a terminal reaches only the launcher (the ranks are not in the
-//    foreground group), which forwards it exactly once: each rank sees one
-//    SIGINT whether it came from the terminal or from `kill -INT <launcher>`.
-//    Were the signal delivered twice, a second SIGINT during a rank's cleanup
-//    would often abort that cleanup.
-// The costs: a rank reading the terminal would be stopped by SIGTTIN, so
-// ranks get stdin from /dev/null; and a launcher killed by SIGKILL cannot
-// forward anything, so on Linux each rank asks for SIGTERM when the launcher
-// dies (PR_SET_PDEATHSIG).
+// Each rank runs in a process group of its own and is stopped through it, so
+// whatever a rank started goes with it; SIGINT/SIGTERM reach only the
+// launcher, which forwards each to every rank exactly once. A launcher killed
+// by SIGKILL cannot forward anything, so on Linux each rank asks for SIGTERM
+// when the launcher dies (PR_SET_PDEATHSIG).
 //
-// Signals: while launch_local() runs, SIGINT/SIGTERM/SIGCHLD handlers write
-// the signal number to a non-blocking self-pipe (write() is async-signal-safe)
-// and the loop poll()s that pipe together with every rank's stdout/stderr.
-// SIGCHLD only wakes the loop; exits are collected with waitpid(pid, WNOHANG)
-// for our own pids, never waitpid(-1), so other children of the process are
-// left alone. A signal ignored when launch_local() starts (nohup, `cmd &` in
-// a script) stays ignored, for us and for the ranks.
-//
-// Between fork() and exec the child only makes async-signal-safe calls (the
-// caller may have other threads): argv, envp and PATH candidates are built
-// beforehand, and an exec failure travels back as an errno over a
-// close-on-exec pipe so the parent words the error message.
+// The loop poll()s the signal scope's wake-up fd together with every rank's
+// stdout/stderr; SIGCHLD only wakes it, and reap() looks at each rank. A
+// signal ignored when launch_local() starts (nohup, `cmd &` in a script)
+// stays ignored, for us and for the ranks.
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#if defined(__linux__)
-#include <sys/prctl.h>
-#endif
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -58,6 +37,7 @@
 #include <vector>
 
 #include "atoll/launch.h"
+#include "launch/process.h"
 
 extern char** environ;
 
@@ -83,41 +63,6 @@ std::string signal_text(int signo) {
 
 std::system_error sys_error(const std::string& what) {
   return std::system_error(errno, std::system_category(), what);
-}
-
-// ---------------------------------------------------------------- fds
-
-void close_fd(int& fd) {
-  if (fd >= 0) close(fd);
-  fd = -1;
-}
-
-// Moves a fresh fd to >= 3 (keeping close-on-exec): if the caller had closed
-// stdin/stdout/stderr, a pipe could land on 0..2 and the child's dup2() onto
-// that same number would be a no-op that keeps FD_CLOEXEC set.
-int above_stdio(int fd) {
-  if (fd < 0 || fd > 2) return fd;
-  const int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  const int saved = errno;
-  close(fd);
-  errno = saved;
-  return moved;
-}
-
-// A close-on-exec pipe (so no rank inherits another rank's pipe, which would
-// keep it from ever reaching EOF); read end optionally non-blocking.
-void make_pipe(int fds[2], bool nonblocking_read) {
-  if (pipe2(fds, O_CLOEXEC) != 0) throw sys_error("cannot create a pipe");
-  fds[0] = above_stdio(fds[0]);
-  fds[1] = above_stdio(fds[1]);
-  if (fds[0] < 0 || fds[1] < 0 ||
-      (nonblocking_read && fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0)) {
-    const int saved = errno;
-    close_fd(fds[0]);
-    close_fd(fds[1]);
-    errno = saved;
-    throw sys_error("cannot create a pipe");
-  }
 }
 
 // ---------------------------------------------------------------- options
@@ -156,87 +101,8 @@ void validate(const LaunchOptions& opts) {
   }
 }
 
-
-// ---------------------------------------------------------------- signals
-
+// One launch_local() at a time: the signal handlers are process-wide.
 std::atomic<bool> g_busy{false};
-std::atomic<int> g_wake_fd{-1};
-static_assert(std::atomic<int>::is_always_lock_free, "the signal handler reads g_wake_fd");
-
-void wake_on_signal(int signo) {
-  const int saved = errno;
-  const int fd = g_wake_fd.load(std::memory_order_relaxed);
-  if (fd >= 0) {
-    // A full pipe (EAGAIN) already guarantees a wake-up; nothing else to do.
-    const unsigned char byte = static_cast<unsigned char>(signo);
-    const ssize_t written = write(fd, &byte, 1);
-    (void)written;
-  }
-  errno = saved;
-}
-
-// Owns the self-pipe and the handlers; restores the caller's handlers on
-// destruction.
-class SignalScope {
- public:
-  SignalScope() {
-    int fds[2];
-    make_pipe(fds, true);
-    read_fd_ = fds[0];
-    write_fd_ = fds[1];
-    fcntl(write_fd_, F_SETFL, O_NONBLOCK);  // the handler must never block
-    g_wake_fd.store(write_fd_);
-    for (Saved& s : saved_) {
-      sigaction(s.signo, nullptr, &s.old);
-      const bool ignored = !(s.old.sa_flags & SA_SIGINFO) && s.old.sa_handler == SIG_IGN;
-      // SIGCHLD is needed even if ignored: SIG_IGN would reap ranks for us.
-      s.installed = s.signo == SIGCHLD || !ignored;
-      if (!s.installed) continue;
-      // What a new rank starts with: SIG_IGN if the caller ignored it, else
-      // SIG_DFL (exec resets handlers anyway, but ours must not run in the
-      // child before exec).
-      s.child = {};
-      s.child.sa_handler = ignored ? SIG_IGN : SIG_DFL;
-      sigemptyset(&s.child.sa_mask);
-      struct sigaction act {};
-      act.sa_handler = wake_on_signal;
-      sigemptyset(&act.sa_mask);
-      // SA_RESTART: the caller's other threads should not see EINTR from us.
-      act.sa_flags = SA_RESTART | (s.signo == SIGCHLD ? SA_NOCLDSTOP : 0);
-      sigaction(s.signo, &act, nullptr);
-    }
-  }
-  ~SignalScope() {
-    for (const Saved& s : saved_) {
-      if (s.installed) sigaction(s.signo, &s.old, nullptr);
-    }
-    g_wake_fd.store(-1);
-    close_fd(write_fd_);
-    close_fd(read_fd_);
-  }
-  SignalScope(const SignalScope&) = delete;
-  SignalScope& operator=(const SignalScope&) = delete;
-
-  int wake_fd() const { return read_fd_; }
-
-  // Async-signal-safe; called in the child between fork and exec, with every
-  // signal blocked.
-  void reset_in_child() const {
-    for (const Saved& s : saved_) {
-      if (s.installed) sigaction(s.signo, &s.child, nullptr);
-    }
-  }
-
- private:
-  struct Saved {
-    int signo;
-    bool installed = false;
-    struct sigaction old {};
-    struct sigaction child {};
-  };
-  std::array<Saved, 3> saved_{{{SIGINT}, {SIGTERM}, {SIGCHLD}}};
-  int read_fd_ = -1, write_fd_ = -1;
-};
 
 // ---------------------------------------------------------------- ranks
 
@@ -251,9 +117,7 @@ struct Stream {
 
 struct Rank {
   int64_t index = 0;
-  pid_t pid = -1;
-  bool alive = false;  // started and not yet reaped
-  int status = 0;
+  Child child;
   std::string prefix;
   Stream out, err;
   std::deque<std::string> err_tail;  // last non-empty stderr lines
@@ -285,34 +149,6 @@ int exit_code_of(int status) {
   return 1;
 }
 
-// What the child needs between fork and exec, built beforehand.
-struct ExecPlan {
-  std::vector<std::string> candidates;  // paths to try in order, as execvp would
-  std::vector<char*> argv;              // null-terminated, points into opts.argv
-};
-
-ExecPlan plan_exec(const std::vector<std::string>& args) {
-  ExecPlan plan;
-  const std::string& name = args[0];
-  if (name.find('/') != std::string::npos) {
-    plan.candidates.push_back(name);
-  } else {
-    const char* env_path = getenv("PATH");
-    const std::string path = env_path ? env_path : "/bin:/usr/bin";  // glibc's default
-    size_t start = 0;
-    while (true) {
-      const size_t end = path.find(':', start);
-      std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
-      plan.candidates.push_back((dir.empty() ? "." : dir) + "/" + name);
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-  }
-  for (const std::string& a : args) plan.argv.push_back(const_cast<char*>(a.c_str()));
-  plan.argv.push_back(nullptr);
-  return plan;
-}
-
 // The parent's environment with the torchrun variables replaced.
 std::vector<std::string> rank_environment(const LaunchOptions& opts, int port, int64_t rank, int64_t restart) {
   const std::vector<std::pair<std::string, std::string>> added = {
@@ -338,51 +174,6 @@ std::vector<std::string> rank_environment(const LaunchOptions& opts, int port, i
   return env;
 }
 
-// Runs in the child after fork(): async-signal-safe calls only. Never returns.
-[[noreturn]] void exec_child(const SignalScope& signals, pid_t launcher, int stdin_fd,
-                             int out_fd, int err_fd, int status_fd, const ExecPlan& plan,
-                             char* const* envp) {
-  signals.reset_in_child();
-  // Ranks start with nothing blocked, whatever the calling thread blocks:
-  // a rank with SIGTERM blocked could only be stopped by SIGKILL.
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  setpgid(0, 0);
-#if defined(__linux__)
-  // Fires when the thread that forked us exits; launch_local() keeps that
-  // thread until every rank is reaped, so only a dying launcher triggers it.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() != launcher) _exit(127);  // the launcher died before prctl
-#else
-  (void)launcher;
-#endif
-  if (dup2(stdin_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) {
-    const int e = errno;
-    const ssize_t w = write(status_fd, &e, sizeof(e));
-    (void)w;
-    _exit(127);
-  }
-  // execvp's search, without its allocation: EACCES from any candidate wins
-  // over "not found"; other errors (ENOEXEC, E2BIG...) stop the search.
-  int error = ENOENT;
-  bool denied = false;
-  for (const std::string& path : plan.candidates) {
-    execve(path.c_str(), plan.argv.data(), envp);
-    error = errno;
-    if (error == EACCES) {
-      denied = true;
-    } else if (error != ENOENT && error != ENOTDIR && error != ESTALE && error != ELOOP &&
-               error != ENAMETOOLONG) {
-      break;
-    }
-  }
-  if (denied && (error == ENOENT || error == ENOTDIR || error == EACCES)) error = EACCES;
-  const ssize_t w = write(status_fd, &error, sizeof(error));
-  (void)w;
-  _exit(127);
-}
-
 // ---------------------------------------------------------------- the job
 
 class Launcher {
@@ -394,22 +185,18 @@ class Launcher {
   // Safety net for exceptions: nothing may outlive launch_local().
   ~Launcher() {
     for (Rank& r : ranks_) {
-      if (r.alive) {
-        signal_group(r, SIGKILL);
-        while (waitpid(r.pid, &r.status, 0) < 0 && errno == EINTR) {
-        }
+      if (r.child.alive) {
+        signal_group(r.child, SIGKILL);
+        reap_blocking(r.child);
       }
       close_fd(r.out.fd);
       close_fd(r.err.fd);
     }
-    close_fd(devnull_);
   }
   Launcher(const Launcher&) = delete;
   Launcher& operator=(const Launcher&) = delete;
 
   LaunchResult run() {
-    devnull_ = above_stdio(open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (devnull_ < 0) throw sys_error("launch: cannot open /dev/null");
     const ExecPlan plan = plan_exec(opts_.argv);
     ranks_.resize(static_cast<size_t>(opts_.nproc));
     std::string start_error;
@@ -438,66 +225,24 @@ class Launcher {
   // child exits 127 and is reaped as a failure like any other).
   bool spawn(Rank& r, const ExecPlan& plan) {
     const std::vector<std::string> env = rank_environment(opts_, port_, r.index, restart_);
-    std::vector<char*> envp;
-    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-
-    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1};
-    try {
-      make_pipe(out_pipe, true);
-      make_pipe(err_pipe, true);
-      make_pipe(status_pipe, false);
-    } catch (...) {
-      for (int* p : {out_pipe, err_pipe, status_pipe}) {
-        close_fd(p[0]);
-        close_fd(p[1]);
-      }
-      throw;
-    }
-    r.out.fd = out_pipe[0];
-    r.err.fd = err_pipe[0];
+    SpawnOptions how;
+    how.env = &env;
+    how.die_with_parent = true;
+    how.signals = &signals_;
+    OutputPipes pipes;
+    r.child = atl::spawn(plan, how, &pipes);
+    r.out.fd = pipes.out;
+    r.err.fd = pipes.err;
     r.err.is_err = true;
-
-    // All signals blocked across fork(): the child must not run our handler
-    // (it would write into the launcher's self-pipe) before resetting it.
-    sigset_t all, caller_mask;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &caller_mask);
-    const pid_t launcher = getpid();
-    const pid_t pid = fork();
-    if (pid == 0) {
-      exec_child(signals_, launcher, devnull_, out_pipe[1], err_pipe[1], status_pipe[1], plan,
-                 envp.data());
-    }
-    const int fork_errno = errno;
-    pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
-    close_fd(out_pipe[1]);
-    close_fd(err_pipe[1]);
-    close_fd(status_pipe[1]);
-    if (pid < 0) {
-      close_fd(status_pipe[0]);
-      errno = fork_errno;
-      throw sys_error("fork failed");
-    }
-    setpgid(pid, pid);  // also done by the child; whichever runs first wins
-    r.pid = pid;
-    r.alive = true;
-
-    // EOF: exec succeeded (close-on-exec closed the pipe); an int: its errno.
-    int exec_errno = 0;
-    ssize_t n;
-    while ((n = read(status_pipe[0], &exec_errno, sizeof(exec_errno))) < 0 && errno == EINTR) {
-    }
-    close_fd(status_pipe[0]);
-    if (n != static_cast<ssize_t>(sizeof(exec_errno))) return true;
+    if (r.child.exec_errno == 0) return true;
     // Reported as the rank's own stderr, so it reads like any other failure.
-    emit(r, r.err, "cannot run '" + opts_.argv[0] + "': " + errno_text(exec_errno));
+    emit(r, r.err, "cannot run '" + opts_.argv[0] + "': " + errno_text(r.child.exec_errno));
     flush();
     return false;
   }
 
   bool any_alive() const {
-    return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.alive; });
+    return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.child.alive; });
   }
 
   void loop() {
@@ -536,18 +281,12 @@ class Launcher {
   }
 
   void read_signals() {
-    unsigned char buf[64];
-    ssize_t n;
-    while ((n = read(signals_.wake_fd(), buf, sizeof(buf))) > 0) {
-      for (ssize_t i = 0; i < n; ++i) {
-        const int signo = buf[i];
-        if (signo != SIGINT && signo != SIGTERM) continue;  // SIGCHLD: reap() looks
-        if (shutting_down_) {
-          kill_all();  // asked twice: stop waiting for a graceful exit
-        } else {
-          if (failed_ < 0) interrupted_by_ = signo;
-          begin_shutdown(signo);
-        }
+    for (const int signo : signals_.take_signals()) {  // SIGCHLD is not there: reap() looks
+      if (shutting_down_) {
+        kill_all();  // asked twice: stop waiting for a graceful exit
+      } else {
+        if (failed_ < 0) interrupted_by_ = signo;
+        begin_shutdown(signo);
       }
     }
   }
@@ -612,24 +351,13 @@ class Launcher {
 
   void reap() {
     for (Rank& r : ranks_) {
-      if (!r.alive) continue;
-      const pid_t got = waitpid(r.pid, &r.status, WNOHANG);
-      if (got == 0 || (got < 0 && errno == EINTR)) continue;
-      r.alive = false;
-      // ECHILD: reaped behind our back (cannot happen while our SIGCHLD
-      // handler is installed, short of another thread calling waitpid(-1)).
-      if (got < 0) r.status = W_EXITCODE(255, 0);
+      if (!atl::reap(r.child)) continue;
       // Exits after we asked ranks to stop are consequences, not failures.
-      if (!exited_ok(r.status) && !shutting_down_) {
+      if (!exited_ok(r.child.status) && !shutting_down_) {
         failed_ = r.index;
         begin_shutdown(SIGTERM);
       }
     }
-  }
-
-  void signal_group(const Rank& r, int signo) {
-    if (r.pid <= 0) return;
-    if (kill(-r.pid, signo) != 0 && r.alive) kill(r.pid, signo);
   }
 
   void begin_shutdown(int signo) {
@@ -637,13 +365,13 @@ class Launcher {
     deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(opts_.grace_seconds));
     for (const Rank& r : ranks_) {
-      if (r.alive) signal_group(r, signo);
+      if (r.child.alive) signal_group(r.child, signo);
     }
   }
 
   void kill_all() {
     killed_ = true;
-    for (const Rank& r : ranks_) signal_group(r, SIGKILL);
+    for (const Rank& r : ranks_) signal_group(r.child, SIGKILL);
   }
 
   // Every rank has been reaped: collect the output still in the pipes (a
@@ -670,9 +398,7 @@ class Launcher {
     flush();
     // Leftovers (background jobs a rank did not wait for) would be orphans.
     // After a failure or a signal they already had SIGTERM with their rank.
-    for (const Rank& r : ranks_) {
-      if (r.pid > 0) kill(-r.pid, shutting_down_ ? SIGKILL : SIGTERM);
-    }
+    for (const Rank& r : ranks_) signal_group(r.child, shutting_down_ ? SIGKILL : SIGTERM);
   }
 
   LaunchResult result() const {
@@ -680,10 +406,10 @@ class Launcher {
     if (failed_ >= 0) {
       const Rank& r = ranks_[static_cast<size_t>(failed_)];
       res.failed_rank = failed_;
-      res.exit_code = exit_code_of(r.status);
+      res.exit_code = exit_code_of(r.child.status);
       res.error = "rank " + std::to_string(r.index);
-      if (WIFSIGNALED(r.status)) {
-        res.error += " was killed by " + signal_text(WTERMSIG(r.status));
+      if (WIFSIGNALED(r.child.status)) {
+        res.error += " was killed by " + signal_text(WTERMSIG(r.child.status));
       } else {
         res.error += " exited with code " + std::to_string(res.exit_code);
       }
@@ -702,7 +428,6 @@ class Launcher {
   const SignalScope& signals_;
   std::ostream* out_;
   std::ostream* err_;
-  int devnull_ = -1;
   std::vector<Rank> ranks_;
   bool shutting_down_ = false;  // SIGTERM/SIGINT sent; exits from now on are not failures
   bool killed_ = false;         // SIGKILL sent
@@ -767,7 +492,9 @@ LaunchResult launch_local(const LaunchOptions& opts) {
     const int port = opts.master_port != 0 ? opts.master_port : pick_free_port(opts.master_addr);
     LaunchResult result;
     {
-      SignalScope signals;
+      SignalLatchOptions caught;
+      caught.keep_ignored = true;
+      SignalScope signals(caught);
       Launcher launcher(opts, port, signals, restart);  // destroyed (children reaped) before signals
       result = launcher.run();
     }
