@@ -12,7 +12,7 @@
 #include "atoll/model.h"
 #include "atoll/strategy.h"
 #include "bench/measure.h"
-#include "strategy/codec.h"
+#include "compress/codec.h"
 #include "train/threads.h"
 
 namespace atl::bench {

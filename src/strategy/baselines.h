@@ -16,7 +16,7 @@
 
 #include "atoll/strategy.h"
 #include "strategy/inner_optimizer.h"
-#include "strategy/payload.h"
+#include "compress/payload.h"
 #include "strategy/topology.h"
 
 namespace atl {

@@ -20,7 +20,7 @@
 #include "atoll/strategy.h"
 #include "strategy/faults.h"
 #include "strategy/inner_optimizer.h"
-#include "strategy/payload.h"
+#include "compress/payload.h"
 
 namespace atl {
 

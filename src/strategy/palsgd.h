@@ -21,7 +21,7 @@
 #include "atoll/strategy.h"
 #include "strategy/diloco.h"
 #include "strategy/inner_optimizer.h"
-#include "strategy/payload.h"
+#include "compress/payload.h"
 
 namespace atl {
 
