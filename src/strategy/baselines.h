@@ -21,6 +21,9 @@
 
 namespace atl {
 
+// strategy.name = single needs strategy.workers = 1 (baselines_config.cpp).
+void validate_single(const Config& cfg, std::vector<std::string>& errors);
+
 class SingleStrategy : public Strategy {
  public:
   SingleStrategy(const Config& cfg, std::vector<at::Tensor> params);

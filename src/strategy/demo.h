@@ -33,6 +33,9 @@
 
 namespace atl {
 
+// The [demo] section's rules (demo_config.cpp).
+void validate_demo(const Config& cfg, std::vector<std::string>& errors);
+
 class DemoStrategy : public Strategy {
  public:
   DemoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);

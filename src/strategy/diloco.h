@@ -24,6 +24,10 @@
 
 namespace atl {
 
+// The [diloco] section's rules (diloco_config.cpp): the outer step and the
+// robust aggregation options, which every OuterSync user reads from [diloco].
+void validate_diloco(const Config& cfg, std::vector<std::string>& errors);
+
 // The outer half of DiLoCo, shared by every method that adds an outer
 // Nesterov step on the averaged pseudo-gradient (DiLoCo, SPARTA + DiLoCo).
 // theta_g and buf are one flat buffer each; global_params() are views of it.

@@ -25,6 +25,9 @@
 
 namespace atl {
 
+// The [palsgd] section's rules and the pull's stability (palsgd_config.cpp).
+void validate_palsgd(const Config& cfg, std::vector<std::string>& errors);
+
 class PalsgdStrategy : public Strategy {
  public:
   PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);

@@ -30,6 +30,10 @@
 
 namespace atl {
 
+// The [streaming] section's rules and the fragment schedule's fit with H
+// (streaming_config.cpp).
+void validate_streaming(const Config& cfg, std::vector<std::string>& errors);
+
 // Fragment of each parameter. `names` are the model's parameter names
 // ("h3.attn.weight"); parameters outside "h<l>." blocks before the first
 // block belong to the first fragment, after the last to the last. Without
