@@ -1,6 +1,6 @@
-// Payload codecs (strategy/codec.h): round trips, exact byte counts, rounding
+// Payload codecs (compress/codec.h): round trips, exact byte counts, rounding
 // rules on hand-checked inputs, and error feedback's conservation property.
-#include "strategy/codec.h"
+#include "compress/codec.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>

@@ -1,6 +1,6 @@
-// Block DCT + top-k for DeMo (strategy/dct.h): invertibility, orthonormality,
+// Block DCT + top-k for DeMo (compress/dct.h): invertibility, orthonormality,
 // the block plan, per-block top-k and the deterministic scatter-mean.
-#include "strategy/dct.h"
+#include "compress/dct.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>

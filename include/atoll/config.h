@@ -235,14 +235,6 @@ struct Config {
   FaultConfig faults;
 };
 
-// SPARTA's p schedule (sparta.p_schedule; pure arithmetic shared by validate()
-// and the strategy). "cosine": p_max for the first `warmup` steps, then a
-// cosine from p_max down to p_min = p_min_factor * p at the last step, with
-// p_max solved so that the mean over the `steps` steps is exactly p.
-double sparta_peak_p(const SpartaConfig& c, int64_t steps, int64_t warmup);
-// p at step t (0-based) of a `steps`-step run.
-double sparta_p_at(const SpartaConfig& c, int64_t t, int64_t steps, int64_t warmup);
-
 // One field as seen by a visitor. Exactly one of the pointers is set.
 // The TOML section a preset uses to describe its runs (read by `atoll sweep`;
 // the run configuration ignores it).
@@ -276,6 +268,8 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& overrides,
                      std::vector<std::string>& errors);
 
 // Every problem with the values (ranges, enums, combinations); empty if fine.
+// Each area and each method checks its own keys (src/config/validate.cpp
+// gathers them).
 std::vector<std::string> validate(const Config& cfg);
 
 // Throws ConfigError listing `errors` if there are any.

@@ -1,5 +1,8 @@
 #include "atoll/config.h"
-#include "atoll/net.h"
+#include "compress/codec_names.h"
+#include "config/checks.h"
+#include "config/validate.h"
+#include "strategy/table.h"
 #include "util/format.h"
 
 #include <toml++/toml.h>
@@ -17,22 +20,22 @@
 namespace atl {
 namespace {
 
-FieldRef field(const char* name, int64_t& v, const char* help) {
+FieldRef field(const char* name, int64_t& v, const std::string& help) {
   FieldRef f{name, help};
   f.i = &v;
   return f;
 }
-FieldRef field(const char* name, double& v, const char* help) {
+FieldRef field(const char* name, double& v, const std::string& help) {
   FieldRef f{name, help};
   f.d = &v;
   return f;
 }
-FieldRef field(const char* name, bool& v, const char* help) {
+FieldRef field(const char* name, bool& v, const std::string& help) {
   FieldRef f{name, help};
   f.b = &v;
   return f;
 }
-FieldRef field(const char* name, std::string& v, const char* help) {
+FieldRef field(const char* name, std::string& v, const std::string& help) {
   FieldRef f{name, help};
   f.s = &v;
   return f;
@@ -61,18 +64,6 @@ std::string quote(const std::string& s) {
   return o.str();
 }
 
-bool one_of(const std::string& v, std::initializer_list<const char*> allowed) {
-  for (const char* a : allowed)
-    if (v == a) return true;
-  return false;
-}
-
-std::string allowed_list(std::initializer_list<const char*> allowed) {
-  std::string s;
-  for (const char* a : allowed) s += (s.empty() ? "" : " | ") + std::string(a);
-  return s;
-}
-
 }  // namespace
 
 std::string FieldRef::type_name() const {
@@ -88,8 +79,6 @@ std::string FieldRef::value_string() const {
   if (b) return *b ? "true" : "false";
   return quote(*s);
 }
-
-#define CODEC_CHOICES "fp32 | fp16 | bf16 | int8 | fp4 (= fp4-e3m0) | fp4-e2m1 | topk"
 
 void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
   FieldRef fields[] = {
@@ -140,8 +129,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("train.eval_batches", c.train.eval_batches, "fixed validation batches per evaluation"),
       field("train.log_every", c.train.log_every, "write a metrics line every this many steps"),
 
-      field("strategy.name", c.strategy.name,
-            "single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco | palsgd | demo | streaming"),
+      field("strategy.name", c.strategy.name, strategy_choices()),
       field("strategy.workers", c.strategy.workers, "N: simulated workers"),
       field("strategy.eval_model", c.strategy.eval_model,
             "auto | global | average | worker0: which parameters are evaluated"),
@@ -163,7 +151,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("diloco.outer_eps", c.diloco.outer_eps, "adam outer optimizer only: epsilon"),
       field("diloco.ddp_warmup_steps", c.diloco.ddp_warmup_steps,
             "DDP steps before local training starts (post-local SGD)"),
-      field("diloco.codec", c.diloco.codec, "pseudo-gradient codec: " CODEC_CHOICES),
+      field("diloco.codec", c.diloco.codec, "pseudo-gradient codec: " + codec_choices()),
       field("diloco.aggregator", c.diloco.aggregator,
             "mean | median | trimmed_mean: how the workers' pseudo-gradients are combined (robust options gather all)"),
       field("diloco.trim_fraction", c.diloco.trim_fraction,
@@ -171,7 +159,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("diloco.clip_norm", c.diloco.clip_norm,
             "clip each worker's pseudo-gradient to this L2 norm before combining (0 = off)"),
 
-      field("ddp.codec", c.ddp.codec, "gradient codec: " CODEC_CHOICES),
+      field("ddp.codec", c.ddp.codec, "gradient codec: " + codec_choices()),
 
       field("codec.block", c.codec.block, "elements per fp32 scale in the int8 and fp4 codecs"),
       field("codec.topk_density", c.codec.topk_density, "fraction of entries the topk codec keeps"),
@@ -196,7 +184,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("streaming.pattern", c.streaming.pattern, "strided | sequential: which blocks form a fragment"),
       field("streaming.overlap", c.streaming.overlap, "tau: inner steps a fragment's sync overlaps (paper 1)"),
       field("streaming.alpha", c.streaming.alpha, "alpha: merge weight of the local values (paper 0.5)"),
-      field("streaming.codec", c.streaming.codec, "outer-gradient codec (paper fp4): " CODEC_CHOICES),
+      field("streaming.codec", c.streaming.codec, "outer-gradient codec (paper fp4): " + codec_choices()),
 
       field("sparta.p", c.sparta.p, "p: fraction of parameters averaged per exchange (paper 0.005)"),
       field("sparta.selector", c.sparta.selector,
@@ -209,7 +197,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("sparta.p_schedule", c.sparta.p_schedule,
             "constant | cosine: p high early, cosine-decayed to the floor, same mean p"),
       field("sparta.p_min_factor", c.sparta.p_min_factor, "cosine p schedule floor as a fraction of p"),
-      field("sparta.codec", c.sparta.codec, "sparse values' codec: fp32 | fp16 | bf16 | int8 | fp4 | fp4-e2m1"),
+      field("sparta.codec", c.sparta.codec, "sparse values' codec: " + dense_codec_choices()),
 
       field("noloco.inner_steps", c.noloco.inner_steps, "H: inner steps between group syncs (paper 50)"),
       field("noloco.outer_lr", c.noloco.outer_lr, "a: outer learning rate (paper 0.7)"),
@@ -391,14 +379,14 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& overrides,
   }
 }
 
-std::vector<std::string> validate(const Config& c) {
-  std::vector<std::string> e;
-  auto need = [&](bool ok, const std::string& msg) {
-    if (!ok) e.push_back(msg);
-  };
-  auto enum_check = [&](const std::string& key, const std::string& v,
-                        std::initializer_list<const char*> allowed) {
-    need(one_of(v, allowed), key + " = '" + v + "': allowed values are " + allowed_list(allowed));
+// The sections config owns, composed with the other areas' checks by
+// validate() (validate.cpp).
+
+void validate_training(const Config& c, std::vector<std::string>& e) {
+  Problems p(e);
+  auto need = [&](bool ok, const std::string& msg) { p.need(ok, msg); };
+  auto enum_check = [&](const std::string& key, const std::string& v, const std::vector<std::string>& allowed) {
+    p.enum_check(key, v, allowed);
   };
   need(!c.run.name.empty() && c.run.name.find('/') == std::string::npos && c.run.name != "." &&
            c.run.name != "..",
@@ -443,145 +431,18 @@ std::vector<std::string> validate(const Config& c) {
   need(c.train.eval_every >= 0, "train.eval_every must be >= 0 (0 = only at the end)");
   need(c.train.eval_batches >= 1, "train.eval_batches must be >= 1");
   need(c.train.log_every >= 1, "train.log_every must be >= 1");
-  enum_check("strategy.name", c.strategy.name,
-             {"single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco", "palsgd", "demo",
-              "streaming"});
-  need(c.strategy.workers >= 1 && c.strategy.workers <= 256, "strategy.workers must be in [1, 256]");
-  need(c.strategy.name != "single" || c.strategy.workers == 1,
-       "strategy.name = 'single' trains one worker: set strategy.workers = 1 or pick another strategy");
-  enum_check("strategy.eval_model", c.strategy.eval_model, {"auto", "global", "average", "worker0"});
-  need(c.strategy.eval_model != "global" || c.strategy.name == "diloco" || c.strategy.name == "sparta_diloco" ||
-           c.strategy.name == "palsgd" || c.strategy.name == "streaming",
-       "strategy.eval_model = 'global' needs a method with a global model (diloco | sparta_diloco | palsgd | "
-       "streaming)");
-  enum_check("strategy.topology", c.strategy.topology, {"global", "ring", "gossip"});
-  need((c.strategy.topology != "ring" && c.strategy.topology != "gossip") || c.strategy.name == "sparta" ||
-           c.strategy.name == "localsgd",
-       "strategy.topology = '" + c.strategy.topology +
-           "' applies to sparta and localsgd only (noloco always uses gossip groups)");
-  need(c.strategy.correlation_every >= 0, "strategy.correlation_every must be >= 0 (0 = off)");
-  need(c.sparta.p >= 0 && c.sparta.p <= 1, "sparta.p must be in [0, 1]");
-  enum_check("sparta.selector", c.sparta.selector, {"random", "partitioned", "sequential", "layerwise"});
-  need(c.sparta.selector == "random" || c.sparta.p > 0,
-       "sparta.p = 0 works with sparta.selector = random only (the other selectors cycle through 1/p parts)");
-  need(c.sparta.interval >= 1, "sparta.interval (k) must be >= 1");
-  need(c.sparta.delay >= 0, "sparta.delay (d) must be >= 0 steps");
-  enum_check("sparta.apply", c.sparta.apply, {"overwrite", "delta"});
-  need(c.sparta.fault_rate >= 0 && c.sparta.fault_rate < 1, "sparta.fault_rate must be in [0, 1)");
-  enum_check("sparta.p_schedule", c.sparta.p_schedule, {"constant", "cosine"});
-  need(c.sparta.p_min_factor >= 0 && c.sparta.p_min_factor <= 1, "sparta.p_min_factor must be in [0, 1]");
-  need(c.sparta.p_schedule == "constant" || c.sparta.selector == "random",
-       "sparta.p_schedule = 'cosine' needs sparta.selector = 'random' (the partition selectors need a fixed p)");
-  if (c.sparta.p_schedule == "cosine") {
-    const double peak = sparta_peak_p(c.sparta, c.train.steps, c.optim.warmup_steps);
-    need(peak <= 1.0, "sparta.p_schedule = 'cosine' needs a start value of p above 1 (" + std::to_string(peak) +
-                          ") for a mean of sparta.p = " + std::to_string(c.sparta.p) +
-                          "; lower sparta.p, raise sparta.p_min_factor or shorten optim.warmup_steps");
-  }
-  need(c.noloco.inner_steps >= 1, "noloco.inner_steps (H) must be >= 1");
-  need(c.noloco.outer_lr > 0, "noloco.outer_lr (a) must be > 0");
-  need(c.noloco.outer_momentum >= 0 && c.noloco.outer_momentum < 1, "noloco.outer_momentum must be in [0, 1)");
-  need(c.noloco.group_size >= 2, "noloco.group_size (G) must be >= 2");
-  for (const auto& [key, value] : {std::pair<std::string, std::string>{"ddp.codec", c.ddp.codec},
-                                   {"diloco.codec", c.diloco.codec},
-                                   {"sparta.codec", c.sparta.codec},
-                                   {"streaming.codec", c.streaming.codec}})
-    enum_check(key, value, {"fp32", "fp16", "bf16", "int8", "fp4", "fp4-e3m0", "fp4-e2m1", "topk"});
-  need(c.sparta.codec != "topk",
-       "sparta.codec = 'topk' is not supported (the selected entries change every exchange); "
-       "use fp32 | fp16 | bf16 | int8 | fp4 | fp4-e2m1");
-  need(c.diloco.ddp_warmup_steps >= 0, "diloco.ddp_warmup_steps must be >= 0");
-  need(c.codec.block >= 1, "codec.block must be >= 1");
-  need(c.codec.topk_density > 0 && c.codec.topk_density <= 1, "codec.topk_density must be in (0, 1]");
-  need(c.palsgd.p >= 0 && c.palsgd.p < 1, "palsgd.p must be in [0, 1)");
-  need(c.palsgd.eta >= 0, "palsgd.eta must be >= 0");
-  need(c.palsgd.inner_steps >= 1, "palsgd.inner_steps (H) must be >= 1");
-  need(c.palsgd.ddp_warmup_steps >= 0, "palsgd.ddp_warmup_steps (T_w) must be >= 0");
-  need(c.palsgd.outer_lr > 0, "palsgd.outer_lr must be > 0");
-  need(c.palsgd.outer_momentum >= 0 && c.palsgd.outer_momentum < 1, "palsgd.outer_momentum must be in [0, 1)");
-  need(c.strategy.name != "palsgd" || c.palsgd.p == 0 || c.optim.lr / c.palsgd.p * c.palsgd.eta < 1,
-       "palsgd: (optim.lr / palsgd.p) * palsgd.eta must be < 1, or the pull overshoots the global model");
-  need(c.demo.beta >= 0 && c.demo.beta < 1, "demo.beta must be in [0, 1)");
-  need(c.demo.topk >= 1, "demo.topk (k) must be >= 1");
-  need(c.demo.chunk >= 1, "demo.chunk (c) must be >= 1");
-  enum_check("demo.index_dtype", c.demo.index_dtype, {"int16", "int64"});
-  // chunk <= 181 <=> chunk^2 <= 32768, without squaring a huge value (fuzz finding).
-  need(c.demo.index_dtype != "int16" || c.demo.chunk <= 181,
-       "demo.index_dtype = 'int16' holds blocks of at most 32768 entries: demo.chunk must be <= 181");
-  need(c.demo.weight_decay >= 0, "demo.weight_decay must be >= 0");
-  need(c.streaming.fragment_blocks >= 1, "streaming.fragment_blocks must be >= 1");
-  enum_check("streaming.pattern", c.streaming.pattern, {"strided", "sequential"});
-  need(c.streaming.overlap >= 0, "streaming.overlap (tau) must be >= 0");
-  need(c.streaming.alpha >= 0 && c.streaming.alpha <= 1, "streaming.alpha must be in [0, 1]");
-  if (c.strategy.name == "streaming" && c.model.kind == "gpt" && c.streaming.fragment_blocks >= 1 &&
-      c.diloco.inner_steps >= 1 && c.model.n_layer >= 1) {
-    // ceil(n_layer / fragment_blocks) without overflow for huge n_layer (fuzz finding).
-    const int64_t fragments = (c.model.n_layer - 1) / c.streaming.fragment_blocks + 1;
-    need(c.diloco.inner_steps % fragments == 0,
-         "streaming: diloco.inner_steps (H = " + std::to_string(c.diloco.inner_steps) +
-             ") must be a multiple of the number of fragments F = " + std::to_string(fragments) +
-             " (model.n_layer / streaming.fragment_blocks, rounded up), so one fragment syncs every H/F steps");
-    need(fragments < 1 || c.diloco.inner_steps % fragments != 0 ||
-             c.streaming.overlap < c.diloco.inner_steps / fragments,
-         "streaming.overlap (tau) must be < H/F = " +
-             std::to_string(c.diloco.inner_steps / std::max<int64_t>(1, fragments)) +
-             " so a fragment's sync finishes before the next one starts");
-  }
-  need(c.diloco.inner_steps >= 1, "diloco.inner_steps (H) must be >= 1");
-  need(c.diloco.outer_lr > 0, "diloco.outer_lr must be > 0");
-  need(one_of(c.diloco.outer_optimizer, {"sgd", "adam"}),
-       "diloco.outer_optimizer must be one of sgd, adam (got '" + c.diloco.outer_optimizer + "')");
-  need(c.diloco.outer_beta2 >= 0 && c.diloco.outer_beta2 < 1, "diloco.outer_beta2 must be in [0, 1)");
-  need(c.diloco.outer_eps > 0, "diloco.outer_eps must be > 0");
-  need(c.diloco.outer_momentum >= 0 && c.diloco.outer_momentum < 1,
-       "diloco.outer_momentum must be in [0, 1)");
-  enum_check("network.algorithm", c.network.algorithm, {"ring", "tree", "ps", "parameter-server"});
-  enum_check("network.compute_time", c.network.compute_time, {"measured", "flops"});
-  need(c.network.device_flops > 0, "network.device_flops must be > 0");
-  // Units, per-worker lists and their lengths, checked by the code that uses them.
-  try {
-    // Clamped to the allowed range, so an absurd strategy.workers (reported
-    // above) does not allocate a link per worker here (fuzz finding).
-    NetworkModel::from_config(c.network, std::clamp<int64_t>(c.strategy.workers, 1, 256), 0);
-  } catch (const std::exception& ex) {
-    e.push_back(ex.what());
-  }
-  try {
-    const auto speed = parse_number_list(c.network.speed_factors, 1.0);
-    need(int64_t(speed.size()) <= c.strategy.workers,
-         "network.speed_factors lists " + std::to_string(speed.size()) + " workers but strategy.workers = " +
-             std::to_string(c.strategy.workers));
-    for (double f : speed) need(f > 0, "network.speed_factors must all be > 0");
-  } catch (const std::exception& ex) {
-    e.push_back(std::string("network.speed_factors: ") + ex.what());
-  }
-  need(c.network.mfu > 0 && c.network.mfu <= 1, "network.mfu must be in (0, 1]");
+}
 
-  // Robust aggregation and faults.
-  enum_check("diloco.aggregator", c.diloco.aggregator, {"mean", "median", "trimmed_mean"});
-  need(c.diloco.trim_fraction >= 0 && c.diloco.trim_fraction < 0.5, "diloco.trim_fraction must be in [0, 0.5)");
-  need(c.diloco.clip_norm >= 0, "diloco.clip_norm must be >= 0 (0 = off)");
+void validate_faults(const Config& c, int64_t warmup, std::vector<std::string>& e) {
+  Problems p(e);
+  auto need = [&](bool ok, const std::string& msg) { p.need(ok, msg); };
   need(c.faults.drop_prob >= 0 && c.faults.drop_prob <= 1, "faults.drop_prob (q) must be in [0, 1]");
-  const bool outer_sync = c.strategy.name == "diloco" || c.strategy.name == "sparta_diloco" ||
-                          c.strategy.name == "palsgd";
-  const bool sync_faults = !c.faults.absent.empty() || c.faults.drop_prob > 0 || !c.faults.corrupt.empty() ||
-                           c.diloco.aggregator != "mean" || c.diloco.clip_norm > 0;
-  need(!sync_faults || outer_sync,
-       "faults.absent, faults.drop_prob, faults.corrupt and the diloco.aggregator/clip_norm options act on "
-       "pseudo-gradient syncs: use them with strategy.name = diloco | sparta_diloco | palsgd (not '" +
-           c.strategy.name + "')");
-  need(!sync_faults || c.diloco.codec != "topk",
-       "faults and robust aggregation need a dense diloco.codec (fp32 | fp16 | bf16 | int8 | fp4), not topk");
-  need(c.faults.absent.empty() || c.strategy.name == "diloco" || c.strategy.name == "palsgd",
-       "faults.absent needs strategy.name = diloco | palsgd (a SPARTA exchange would mix an absent worker's "
-       "stale values)");
   auto check_windows = [&](const std::string& key, const std::string& text, bool with_kind) {
     try {
       for (const auto& w : parse_fault_windows(text, key, with_kind)) {
         need(w.worker < c.strategy.workers, key + ": worker " + std::to_string(w.worker) +
                                                 " does not exist (strategy.workers = " +
                                                 std::to_string(c.strategy.workers) + ")");
-        const int64_t warmup = c.strategy.name == "palsgd" ? c.palsgd.ddp_warmup_steps : c.diloco.ddp_warmup_steps;
         need(w.from >= warmup, key + ": windows start at or after the DDP warm-up (" + std::to_string(warmup) +
                                    " steps), which every worker takes part in");
       }
@@ -599,7 +460,6 @@ std::vector<std::string> validate(const Config& c) {
   } catch (const std::invalid_argument& ex) {
     e.push_back(ex.what());
   }
-  return e;
 }
 
 namespace {

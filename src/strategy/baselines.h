@@ -16,10 +16,13 @@
 
 #include "atoll/strategy.h"
 #include "strategy/inner_optimizer.h"
-#include "strategy/payload.h"
+#include "compress/payload.h"
 #include "strategy/topology.h"
 
 namespace atl {
+
+// strategy.name = single needs strategy.workers = 1 (baselines_config.cpp).
+void validate_single(const Config& cfg, std::vector<std::string>& errors);
 
 class SingleStrategy : public Strategy {
  public:

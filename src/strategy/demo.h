@@ -6,7 +6,7 @@
 //   for each tensor W (momentum m, zeros at the start):
 //     W <- W (1 - lr wd)                                // decoupled weight decay
 //     m <- beta m + lr g                                // lr is folded into the momentum
-//     (idx, val) <- top-k by |C| per block, C = DCT_blocks(m)   // strategy/dct.h
+//     (idx, val) <- top-k by |C| per block, C = DCT_blocks(m)   // compress/dct.h
 //     m <- m - IDCT_blocks(scatter(idx, val))           // error feedback: remove what is sent
 //   all-gather every worker's (idx, val) of all tensors  // ONE collective per step, tag "demo"
 //   for each tensor:
@@ -29,9 +29,12 @@
 #include <vector>
 
 #include "atoll/strategy.h"
-#include "strategy/dct.h"
+#include "compress/dct.h"
 
 namespace atl {
+
+// The [demo] section's rules (demo_config.cpp).
+void validate_demo(const Config& cfg, std::vector<std::string>& errors);
 
 class DemoStrategy : public Strategy {
  public:

@@ -20,9 +20,13 @@
 #include "atoll/strategy.h"
 #include "strategy/faults.h"
 #include "strategy/inner_optimizer.h"
-#include "strategy/payload.h"
+#include "compress/payload.h"
 
 namespace atl {
+
+// The [diloco] section's rules (diloco_config.cpp): the outer step and the
+// robust aggregation options, which every OuterSync user reads from [diloco].
+void validate_diloco(const Config& cfg, std::vector<std::string>& errors);
 
 // The outer half of DiLoCo, shared by every method that adds an outer
 // Nesterov step on the averaged pseudo-gradient (DiLoCo, SPARTA + DiLoCo).

@@ -20,6 +20,9 @@
 
 namespace atl {
 
+// The [noloco] section's rules (noloco_config.cpp).
+void validate_noloco(const Config& cfg, std::vector<std::string>& errors);
+
 class NoLoCoStrategy : public Strategy {
  public:
   NoLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);

@@ -21,9 +21,12 @@
 #include "atoll/strategy.h"
 #include "strategy/diloco.h"
 #include "strategy/inner_optimizer.h"
-#include "strategy/payload.h"
+#include "compress/payload.h"
 
 namespace atl {
+
+// The [palsgd] section's rules and the pull's stability (palsgd_config.cpp).
+void validate_palsgd(const Config& cfg, std::vector<std::string>& errors);
 
 class PalsgdStrategy : public Strategy {
  public:

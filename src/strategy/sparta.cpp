@@ -11,39 +11,6 @@
 
 namespace atl {
 
-// ---- p schedule ------------------------------------------------------------
-
-namespace {
-
-// Mean of the discrete cosine factor 0.5 (1 + cos(pi i / D)) over i = 0..D-1:
-// the cosines sum to 1 (the full half-period from 0 to D sums to 0), so the
-// mean is 0.5 + 0.5 / D.
-double cosine_mean(int64_t decay_steps) { return 0.5 + 0.5 / double(decay_steps); }
-
-}  // namespace
-
-double sparta_peak_p(const SpartaConfig& c, int64_t steps, int64_t warmup) {
-  if (c.p_schedule != "cosine") return c.p;
-  const int64_t hold = std::clamp<int64_t>(warmup, 0, steps);
-  const int64_t decay = steps - hold;
-  if (decay == 0) return c.p;
-  const double floor = c.p_min_factor * c.p;
-  const double m = cosine_mean(decay);
-  // mean = [hold * peak + decay * (floor + (peak - floor) * m)] / steps = p
-  return (c.p * double(steps) - floor * double(decay) * (1.0 - m)) / (double(hold) + double(decay) * m);
-}
-
-double sparta_p_at(const SpartaConfig& c, int64_t t, int64_t steps, int64_t warmup) {
-  if (c.p_schedule != "cosine") return c.p;
-  const int64_t hold = std::clamp<int64_t>(warmup, 0, steps);
-  const double peak = sparta_peak_p(c, steps, warmup);
-  if (t < hold) return peak;
-  const int64_t decay = steps - hold;
-  const double floor = c.p_min_factor * c.p;
-  const double progress = double(std::min(t - hold, decay)) / double(std::max<int64_t>(1, decay));
-  return floor + (peak - floor) * 0.5 * (1.0 + std::cos(M_PI * progress));
-}
-
 // ---- index selectors -------------------------------------------------------
 
 namespace {

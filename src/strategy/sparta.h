@@ -23,10 +23,22 @@
 #include "atoll/strategy.h"
 #include "strategy/diloco.h"
 #include "strategy/inner_optimizer.h"
-#include "strategy/payload.h"
+#include "compress/payload.h"
 #include "strategy/topology.h"
 
 namespace atl {
+
+// SPARTA's p schedule (sparta.p_schedule; pure arithmetic shared by the
+// config rules and the strategy, in sparta_config.cpp). "cosine": p_max for
+// the first `warmup` steps, then a cosine from p_max down to p_min =
+// p_min_factor * p at the last step, with p_max solved so that the mean over
+// the `steps` steps is exactly p.
+double sparta_peak_p(const SpartaConfig& c, int64_t steps, int64_t warmup);
+// p at step t (0-based) of a `steps`-step run.
+double sparta_p_at(const SpartaConfig& c, int64_t t, int64_t steps, int64_t warmup);
+
+// The [sparta] section's rules (the strategy table's validate for sparta).
+void validate_sparta(const Config& cfg, std::vector<std::string>& errors);
 
 // The entries one exchange averages. Entries of tensor j are
 // index[begin[j] .. begin[j+1]), ascending positions in its flattened values.

@@ -26,9 +26,13 @@
 
 #include "atoll/strategy.h"
 #include "strategy/inner_optimizer.h"
-#include "strategy/payload.h"
+#include "compress/payload.h"
 
 namespace atl {
+
+// The [streaming] section's rules and the fragment schedule's fit with H
+// (streaming_config.cpp).
+void validate_streaming(const Config& cfg, std::vector<std::string>& errors);
 
 // Fragment of each parameter. `names` are the model's parameter names
 // ("h3.attn.weight"); parameters outside "h<l>." blocks before the first

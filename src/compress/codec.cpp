@@ -1,4 +1,4 @@
-#include "strategy/codec.h"
+#include "compress/codec.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -10,15 +10,11 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "config/checks.h"
+
 namespace atl {
 
 namespace {
-
-std::string allowed_names() {
-  std::string s;
-  for (const auto& n : codec_names()) s += (s.empty() ? "" : " | ") + n;
-  return s;
-}
 
 // The contiguous payload, or std::invalid_argument naming what is wrong.
 at::Tensor checked_payload(const at::Tensor& x, const std::string& codec) {
@@ -296,12 +292,6 @@ class TopKCodec : public Codec {
 
 }  // namespace
 
-const std::vector<std::string>& codec_names() {
-  static const std::vector<std::string> names = {"fp32", "fp16",     "bf16",     "int8",
-                                                 "fp4",  "fp4-e3m0", "fp4-e2m1", "topk"};
-  return names;
-}
-
 std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block, double topk_density,
                                   int64_t index_bytes) {
   if (block < 1) throw std::invalid_argument("codec block must be >= 1, got " + std::to_string(block));
@@ -316,7 +306,7 @@ std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block, double
   if (name == "fp4" || name == "fp4-e3m0") return std::make_unique<BlockCodec>("fp4-e3m0", &kE3M0, block);
   if (name == "fp4-e2m1") return std::make_unique<BlockCodec>(name, &kE2M1, block);
   if (name == "topk") return std::make_unique<TopKCodec>(topk_density, index_bytes);
-  throw std::invalid_argument("unknown codec '" + name + "': allowed values are " + allowed_names());
+  throw std::invalid_argument("unknown codec '" + name + "': allowed values are " + join_choices(codec_names()));
 }
 
 ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> codec) : codec_(std::move(codec)) {

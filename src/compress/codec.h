@@ -35,6 +35,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "atoll/state.h"
+#include "compress/codec_names.h"
 
 #include <cstdint>
 #include <memory>
@@ -72,9 +73,6 @@ inline constexpr double kDefaultTopkDensity = 0.01;
 // index_bytes >= 1 (topk) are checked for every name. Throws std::invalid_argument.
 std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block = kDefaultCodecBlock,
                                   double topk_density = kDefaultTopkDensity, int64_t index_bytes = 4);
-
-// Names accepted by make_codec, for config validation messages.
-const std::vector<std::string>& codec_names();
 
 // Error feedback (Seide et al. 2014; Karimireddy et al. 2019): keeps the
 // residual e of what the codec dropped and adds it to the next payload,

@@ -1,4 +1,4 @@
-#include "strategy/payload.h"
+#include "compress/payload.h"
 
 #include <ATen/ATen.h>
 

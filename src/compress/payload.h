@@ -20,7 +20,7 @@
 
 #include "atoll/comm.h"
 #include "atoll/config.h"
-#include "strategy/codec.h"
+#include "compress/codec.h"
 
 namespace atl {
 

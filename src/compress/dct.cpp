@@ -1,4 +1,4 @@
-#include "strategy/dct.h"
+#include "compress/dct.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>

@@ -1,0 +1,32 @@
+// Streaming DiLoCo's config rules, apart from the strategy's code so
+// that validate() and the fuzz build (fuzz/CMakeLists.txt) link them without it.
+#include <algorithm>
+
+#include "config/checks.h"
+#include "strategy/streaming.h"
+
+namespace atl {
+
+void validate_streaming(const Config& c, std::vector<std::string>& errors) {
+  Problems p(errors);
+  p.need(c.streaming.fragment_blocks >= 1, "streaming.fragment_blocks must be >= 1");
+  p.enum_check("streaming.pattern", c.streaming.pattern, {"strided", "sequential"});
+  p.need(c.streaming.overlap >= 0, "streaming.overlap (tau) must be >= 0");
+  p.need(c.streaming.alpha >= 0 && c.streaming.alpha <= 1, "streaming.alpha must be in [0, 1]");
+  if (c.strategy.name == "streaming" && c.model.kind == "gpt" && c.streaming.fragment_blocks >= 1 &&
+      c.diloco.inner_steps >= 1 && c.model.n_layer >= 1) {
+    // ceil(n_layer / fragment_blocks) without overflow for huge n_layer (fuzz finding).
+    const int64_t fragments = (c.model.n_layer - 1) / c.streaming.fragment_blocks + 1;
+    p.need(c.diloco.inner_steps % fragments == 0,
+           "streaming: diloco.inner_steps (H = " + std::to_string(c.diloco.inner_steps) +
+               ") must be a multiple of the number of fragments F = " + std::to_string(fragments) +
+               " (model.n_layer / streaming.fragment_blocks, rounded up), so one fragment syncs every H/F steps");
+    p.need(fragments < 1 || c.diloco.inner_steps % fragments != 0 ||
+               c.streaming.overlap < c.diloco.inner_steps / fragments,
+           "streaming.overlap (tau) must be < H/F = " +
+               std::to_string(c.diloco.inner_steps / std::max<int64_t>(1, fragments)) +
+               " so a fragment's sync finishes before the next one starts");
+  }
+}
+
+}  // namespace atl

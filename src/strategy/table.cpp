@@ -1,0 +1,165 @@
+#include "strategy/table.h"
+
+#include <stdexcept>
+#include <type_traits>
+
+#include "atoll/strategy.h"
+#include "compress/codec_names.h"
+#include "config/checks.h"
+#include "strategy/baselines.h"
+#include "strategy/demo.h"
+#include "strategy/diloco.h"
+#include "strategy/noloco.h"
+#include "strategy/palsgd.h"
+#include "strategy/sparta.h"
+#include "strategy/streaming.h"
+
+namespace atl {
+namespace {
+
+// Builds a T from make_strategy's arguments, passing those its constructor
+// takes. The fuzz build (fuzz/CMakeLists.txt) links this table for validate()
+// alone, without the strategies' code: there no strategy is built.
+template <class T>
+std::unique_ptr<Strategy> make(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                               const std::vector<std::string>& names) {
+#ifdef ATOLL_VALIDATE_ONLY
+  (void)cfg, (void)params, (void)comm, (void)names;
+  throw std::logic_error("this build validates configs only; it has no strategies");
+#else
+  if constexpr (std::is_constructible_v<T, const Config&, std::vector<at::Tensor>, Communicator&,
+                                        const std::vector<std::string>&>) {
+    return std::make_unique<T>(cfg, std::move(params), comm, names);
+  } else if constexpr (std::is_constructible_v<T, const Config&, std::vector<at::Tensor>, Communicator&>) {
+    (void)names;
+    return std::make_unique<T>(cfg, std::move(params), comm);
+  } else {
+    (void)comm, (void)names;
+    return std::make_unique<T>(cfg, std::move(params));
+  }
+#endif
+}
+
+}  // namespace
+
+const std::vector<Method>& strategy_table() {
+  static const std::vector<Method> table = {
+      // name           traits                                codec keys                        DDP warm-up key            validate            make
+      {"single",        0,                                    {},                               nullptr,                   validate_single,    make<SingleStrategy>},
+      {"ddp",           0,                                    {"ddp.codec"},                    nullptr,                   nullptr,            make<DdpStrategy>},
+      {"localsgd",      kAnyTopology,                         {},                               nullptr,                   nullptr,            make<LocalSgdStrategy>},
+      {"diloco",        kGlobalModel | kOuterSync | kAbsence, {"diloco.codec"},                 nullptr,                   validate_diloco,    make<DiLoCoStrategy>},
+      {"sparta",        kAnyTopology,                         {"sparta.codec"},                 nullptr,                   validate_sparta,    make<SpartaStrategy>},
+      {"sparta_diloco", kGlobalModel | kOuterSync,            {"sparta.codec", "diloco.codec"}, nullptr,                   nullptr,            make<SpartaDiLoCoStrategy>},
+      {"noloco",        0,                                    {},                               nullptr,                   validate_noloco,    make<NoLoCoStrategy>},
+      {"palsgd",        kGlobalModel | kOuterSync | kAbsence, {},                               "palsgd.ddp_warmup_steps", validate_palsgd,    make<PalsgdStrategy>},
+      {"demo",          0,                                    {},                               nullptr,                   validate_demo,      make<DemoStrategy>},
+      {"streaming",     kGlobalModel,                         {"streaming.codec"},              nullptr,                   validate_streaming, make<StreamingDiLoCoStrategy>},
+  };
+  return table;
+}
+
+const Method* find_method(const std::string& name) {
+  for (const Method& m : strategy_table())
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
+namespace {
+
+// The names of the methods with trait `flag` (0: every method), in table order.
+std::vector<std::string> names_with(unsigned flag) {
+  std::vector<std::string> names;
+  for (const Method& m : strategy_table())
+    if (flag == 0 || (m.traits & flag)) names.push_back(m.name);
+  return names;
+}
+
+bool has(const std::string& name, unsigned flag) {
+  const Method* m = find_method(name);
+  return m && (m->traits & flag);
+}
+
+// The field a key of the table names ("diloco.codec"), read through
+// visit_fields, config's one list of keys; a key that names no field of that
+// type is a mistake in the table (StrategyTable tests read every key).
+FieldRef field_named(Config& cfg, const std::string& key) {
+  FieldRef found{"", ""};
+  visit_fields(cfg, [&](FieldRef& f) {
+    if (f.name == key) found = f;
+  });
+  if (found.name.empty()) throw std::logic_error("strategy table: no config key '" + key + "'");
+  return found;
+}
+
+}  // namespace
+
+std::string strategy_choices() { return join_choices(names_with(0)); }
+
+int64_t method_warmup_steps(const Config& cfg) {
+  const Method* m = find_method(cfg.strategy.name);
+  Config copy = cfg;
+  const FieldRef f = field_named(copy, m && m->warmup_key ? m->warmup_key : "diloco.ddp_warmup_steps");
+  if (!f.i) throw std::logic_error("strategy table: " + f.name + " is not an integer");
+  return *f.i;
+}
+
+void validate_strategy(const Config& c, std::vector<std::string>& e) {
+  Problems p(e);
+  p.enum_check("strategy.name", c.strategy.name, names_with(0));
+  p.need(c.strategy.workers >= 1 && c.strategy.workers <= 256, "strategy.workers must be in [1, 256]");
+  p.enum_check("strategy.eval_model", c.strategy.eval_model, {"auto", "global", "average", "worker0"});
+  p.need(c.strategy.eval_model != "global" || has(c.strategy.name, kGlobalModel),
+         "strategy.eval_model = 'global' needs a method with a global model (" +
+             join_choices(names_with(kGlobalModel)) + ")");
+  p.enum_check("strategy.topology", c.strategy.topology, {"global", "ring", "gossip"});
+  // The message names the kAnyTopology methods in its own words (unchanged
+  // text: tests and users match it).
+  p.need((c.strategy.topology != "ring" && c.strategy.topology != "gossip") || has(c.strategy.name, kAnyTopology),
+         "strategy.topology = '" + c.strategy.topology +
+             "' applies to sparta and localsgd only (noloco always uses gossip groups)");
+  p.need(c.strategy.correlation_every >= 0, "strategy.correlation_every must be >= 0 (0 = off)");
+
+  // Every codec key of the table, once each, whichever method runs.
+  Config copy = c;
+  std::vector<std::string> codec_keys;
+  for (const Method& m : strategy_table())
+    for (const std::string& key : m.codec_keys)
+      if (!one_of(key, codec_keys)) {
+        codec_keys.push_back(key);
+        const FieldRef f = field_named(copy, key);
+        if (!f.s) throw std::logic_error("strategy table: " + key + " is not a string");
+        validate_codec_key(key, *f.s, e);
+      }
+  validate_codec_section(c.codec, e);
+
+  // Each method's own section, whichever method runs.
+  for (const Method& m : strategy_table())
+    if (m.validate) m.validate(c, e);
+
+  // [faults] and robust aggregation act on pseudo-gradient syncs (OuterSync,
+  // FaultPlan::active() names the same options).
+  const bool sync_faults = !c.faults.absent.empty() || c.faults.drop_prob > 0 || !c.faults.corrupt.empty() ||
+                           c.diloco.aggregator != "mean" || c.diloco.clip_norm > 0;
+  p.need(!sync_faults || has(c.strategy.name, kOuterSync),
+         "faults.absent, faults.drop_prob, faults.corrupt and the diloco.aggregator/clip_norm options act on "
+         "pseudo-gradient syncs: use them with strategy.name = " +
+             join_choices(names_with(kOuterSync)) + " (not '" + c.strategy.name + "')");
+  // The list predates fp4-e2m1 (also dense); the text is kept as it was.
+  p.need(!sync_faults || c.diloco.codec != "topk",
+         "faults and robust aggregation need a dense diloco.codec (fp32 | fp16 | bf16 | int8 | fp4), not topk");
+  p.need(c.faults.absent.empty() || has(c.strategy.name, kAbsence),
+         "faults.absent needs strategy.name = " + join_choices(names_with(kAbsence)) +
+             " (a SPARTA exchange would mix an absent worker's stale values)");
+}
+
+std::unique_ptr<Strategy> make_strategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                                        const std::vector<std::string>& names) {
+  const Method* m = find_method(cfg.strategy.name);
+  if (!m)
+    throw std::invalid_argument("strategy.name = '" + cfg.strategy.name + "': allowed values are " +
+                                strategy_choices());
+  return m->make(cfg, std::move(params), comm, names);
+}
+
+}  // namespace atl

@@ -1,0 +1,65 @@
+// The strategy table: one line per method (table.cpp) with its name, its
+// traits, its own config rules and its constructor. make_strategy(),
+// validate(), `atoll train --help` and the benchmarks read the table, so
+// adding a method is its file pair plus one line there.
+// Torch-free (config's help strings and the fuzz build include it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "atoll/config.h"
+
+namespace at {
+class Tensor;
+}
+
+namespace atl {
+
+class Communicator;
+class Strategy;
+
+// What the checks shared by every method need to know about one.
+enum MethodTrait : unsigned {
+  kGlobalModel = 1u << 0,  // keeps a global model theta_g: strategy.eval_model = global applies
+  kOuterSync = 1u << 1,    // combines pseudo-gradients at outer syncs: [faults] and robust aggregation apply
+  kAbsence = 1u << 2,      // a worker can be away and rejoin (faults.absent)
+  kAnyTopology = 1u << 3,  // strategy.topology = ring | gossip as well as global
+};
+
+// A method's own rules on the config: appends one message per problem.
+// Called for every method whatever strategy.name is (each checks its own
+// section; rules that only matter when the method runs test the name).
+using ValidateFn = void (*)(const Config& cfg, std::vector<std::string>& errors);
+// Builds one worker's strategy (make_strategy's arguments).
+using MakeFn = std::unique_ptr<Strategy> (*)(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                                             const std::vector<std::string>& names);
+
+struct Method {
+  const char* name;                     // strategy.name
+  unsigned traits;                      // MethodTrait bits
+  std::vector<std::string> codec_keys;  // config keys naming a payload codec it uses ("diloco.codec")
+  const char* warmup_key;               // its DDP warm-up steps' key; nullptr: diloco.ddp_warmup_steps
+  ValidateFn validate;                  // its own rules; nullptr if it has none beyond the shared checks
+  MakeFn make;
+};
+
+// Every method, in the order help, errors and benchmarks list them.
+const std::vector<Method>& strategy_table();
+// The method named `name`, or nullptr.
+const Method* find_method(const std::string& name);
+// "single | ddp | ... ": the names for help and errors.
+std::string strategy_choices();
+
+// Part of validate() (src/config/validate.cpp): the [strategy] section, every
+// codec key of the table, [codec], each method's own rules, and which methods
+// [faults] and robust aggregation apply to.
+void validate_strategy(const Config& cfg, std::vector<std::string>& errors);
+// The DDP warm-up steps, which every worker takes part in, that fault windows
+// must start after: the chosen method's warmup_key (diloco.ddp_warmup_steps
+// for a method without one).
+int64_t method_warmup_steps(const Config& cfg);
+
+}  // namespace atl
