@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as the TOML text of a run config.
 //
-// Drives what load_config() does with a config file (src/config/config.cpp):
+// Drives what load_config() does with a config file (src/config/):
 // the embedded defaults, then apply_toml() on the input, then validate() and
 // throw_if_errors(). A config that validates must also round-trip through
 // to_toml() -> apply_toml() unchanged (config.h promises it).

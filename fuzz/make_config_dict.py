@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes fuzz/fuzz_config.dict, the libFuzzer dictionary of fuzz_config:
 TOML syntax, every [section] and key declared in visit_fields()
-(src/config/config.cpp), the short words validate() compares values with (enum
-values, units: config.cpp, the strategy table and each method's rules, the
+(src/config/fields.cpp), the short words validate() compares values with (enum
+values, units: config/*.cpp, the strategy table and each method's rules, the
 codec names, src/net/parse.cpp) and integers at the edges of int64 (so the fuzzer tries
 overflowing values). Re-run when fields are added:
     python3 fuzz/make_config_dict.py > fuzz/fuzz_config.dict
@@ -17,13 +17,13 @@ def read(*path):
     return "\n".join(l for l in text.splitlines() if not l.startswith("#include"))
 
 
-src = read("config", "config.cpp")
+src = read("config", "fields.cpp") + read("config", "sections.cpp") + read("config", "config.cpp")
 # The words of the checks validate() gathers from the other areas: the
 # strategy table and each method's rules, the codec names.
 rules = read("strategy", "table.cpp") + read("compress", "codec_names.cpp") + "".join(
     read("strategy", f) for f in sorted(os.listdir(os.path.join(root, "src", "strategy")))
     if f.endswith("_config.cpp"))
-net = read("net", "parse.cpp")
+net = read("net", "parse.cpp") + read("net", "validate_network.cpp")
 
 keys = re.findall(r'field\("([a-z_]+)\.([a-z0-9_]+)"', src)
 sections = sorted({s for s, _ in keys}) + ["sweep"]

@@ -1,0 +1,228 @@
+// The one list of config fields (visit_fields): each key's dotted name, its
+// struct member (whose initialiser is the default) and its help line. TOML
+// parsing, --flags, --help, unknown-key errors and to_toml() all walk it.
+#include "atoll/config.h"
+#include "compress/codec_names.h"
+#include "strategy/table.h"
+#include "util/format.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace atl {
+namespace {
+
+FieldRef field(const char* name, int64_t& v, const std::string& help) {
+  FieldRef f{name, help};
+  f.i = &v;
+  return f;
+}
+FieldRef field(const char* name, double& v, const std::string& help) {
+  FieldRef f{name, help};
+  f.d = &v;
+  return f;
+}
+FieldRef field(const char* name, bool& v, const std::string& help) {
+  FieldRef f{name, help};
+  f.b = &v;
+  return f;
+}
+FieldRef field(const char* name, std::string& v, const std::string& help) {
+  FieldRef f{name, help};
+  f.s = &v;
+  return f;
+}
+FieldRef bool_words(FieldRef f) {
+  f.bool_words = true;
+  return f;
+}
+
+std::string quote(const std::string& s) {
+  std::ostringstream o;
+  o << '"';
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      o << '\\' << c;
+    } else if (u < 0x20 || u == 0x7f) {  // TOML forbids raw control characters in strings
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", unsigned(u));
+      o << buf;
+    } else {
+      o << c;
+    }
+  }
+  o << '"';
+  return o.str();
+}
+
+}  // namespace
+
+std::string FieldRef::type_name() const {
+  if (i) return "int";
+  if (d) return "float";
+  if (b) return "bool";
+  return "string";
+}
+
+std::string FieldRef::value_string() const {
+  if (i) return std::to_string(*i);
+  if (d) return format_double_exact(*d);
+  if (b) return *b ? "true" : "false";
+  return quote(*s);
+}
+
+void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
+  FieldRef fields[] = {
+      field("run.name", c.run.name, "run folder name under run.out_dir"),
+      field("run.out_dir", c.run.out_dir, "parent folder of run folders"),
+      field("run.seed", c.run.seed, "seed for initialisation, data order and shared randomness"),
+      field("run.overwrite", c.run.overwrite, "replace an existing run folder of the same name"),
+      field("run.progress", c.run.progress, "live progress line when stdout is a terminal"),
+      field("run.threads", c.run.threads, "intra-op threads in total (0 = all cores)"),
+      field("run.checkpoint_every", c.run.checkpoint_every,
+            "K: write a checkpoint every K steps (0 = only when stopped early by a signal or run.stop_at)"),
+      field("run.keep_checkpoints", c.run.keep_checkpoints, "newest checkpoints kept in <run>/checkpoints"),
+      bool_words(field("run.resume", c.run.resume,
+                       "false | true | auto: continue <out_dir>/<name> from its newest complete checkpoint (same "
+                       "config required); auto: when possible, else start again")),
+      field("run.stop_at", c.run.stop_at,
+            "stop after this step as on SIGTERM: checkpoint and exit, to resume later (0 = run to the end)"),
+
+      field("data.dataset", c.data.dataset,
+            "brown | text | bin | mnist (text: a folder made by `atoll prepare`, tokenizer chosen there)"),
+      field("data.dir", c.data.dir, "prepared data folder (\"\" = <data.data_root>/<data.dataset>)"),
+      field("data.data_root", c.data.data_root, "where scripts/setup prepares the shipped data"),
+      field("data.vocab_size", c.data.vocab_size, "bin data sets without meta.json: vocabulary size"),
+      field("data.shard", c.data.shard, "iid | noniid: how workers split the training data"),
+
+      field("model.kind", c.model.kind, "gpt | mlp | cnn (mlp and cnn need data.dataset = mnist)"),
+      field("model.n_layer", c.model.n_layer, "GPT transformer blocks"),
+      field("model.n_head", c.model.n_head, "GPT attention heads (must divide n_embd)"),
+      field("model.n_embd", c.model.n_embd, "GPT embedding width C"),
+      field("model.block_size", c.model.block_size, "GPT context length T in tokens"),
+      field("model.dropout", c.model.dropout, "dropout probability in [0, 1)"),
+      field("model.bias", c.model.bias, "biases in Linear and LayerNorm layers"),
+      field("model.mlp_hidden", c.model.mlp_hidden, "MLP hidden width (model.kind = mlp)"),
+
+      field("optim.name", c.optim.name, "adamw | sgd: inner optimizer"),
+      field("optim.lr", c.optim.lr, "inner AdamW peak learning rate lr_in"),
+      field("optim.min_lr", c.optim.min_lr, "learning rate at the end of the cosine decay"),
+      field("optim.warmup_steps", c.optim.warmup_steps, "linear warm-up steps"),
+      field("optim.beta1", c.optim.beta1, "AdamW beta1"),
+      field("optim.beta2", c.optim.beta2, "AdamW beta2"),
+      field("optim.weight_decay", c.optim.weight_decay, "AdamW decoupled weight decay (matrices only)"),
+      field("optim.grad_clip", c.optim.grad_clip, "global gradient-norm clip (0 = off)"),
+      field("optim.schedule", c.optim.schedule, "cosine | constant (after warm-up)"),
+
+      field("train.steps", c.train.steps, "inner steps per worker"),
+      field("train.batch_size", c.train.batch_size, "sequences (images) per worker per step"),
+      field("train.eval_every", c.train.eval_every, "evaluate every this many steps (0 = end only)"),
+      field("train.eval_batches", c.train.eval_batches, "fixed validation batches per evaluation"),
+      field("train.log_every", c.train.log_every, "write a metrics line every this many steps"),
+
+      field("strategy.name", c.strategy.name, strategy_choices()),
+      field("strategy.workers", c.strategy.workers, "N: simulated workers"),
+      field("strategy.eval_model", c.strategy.eval_model,
+            "auto | global | average | worker0: which parameters are evaluated"),
+      field("strategy.eval_worker0", c.strategy.eval_worker0,
+            "also evaluate worker 0 alone (methods evaluated on the average)"),
+      field("strategy.topology", c.strategy.topology,
+            "global | ring | gossip: who averages with whom (sparta's coordinates, localsgd's parameters)"),
+      field("strategy.correlation_every", c.strategy.correlation_every,
+            "log the workers' mean pairwise parameter correlation every this many steps (0 = off)"),
+
+      field("diloco.inner_steps", c.diloco.inner_steps,
+            "H: inner steps between syncs (DiLoCo paper: 500); also Local SGD's H"),
+      field("diloco.outer_lr", c.diloco.outer_lr, "lr_out: outer learning rate (paper: 0.7)"),
+      field("diloco.outer_momentum", c.diloco.outer_momentum, "mu: outer momentum (paper: 0.9)"),
+      field("diloco.nesterov", c.diloco.nesterov, "Nesterov outer momentum (false = heavy ball)"),
+      field("diloco.outer_optimizer", c.diloco.outer_optimizer,
+            "sgd (momentum SGD, the paper's Nesterov) | adam (the paper's ablation: outer_lr, beta1 = outer_momentum)"),
+      field("diloco.outer_beta2", c.diloco.outer_beta2, "adam outer optimizer only: second-moment decay"),
+      field("diloco.outer_eps", c.diloco.outer_eps, "adam outer optimizer only: epsilon"),
+      field("diloco.ddp_warmup_steps", c.diloco.ddp_warmup_steps,
+            "DDP steps before local training starts (post-local SGD)"),
+      field("diloco.codec", c.diloco.codec, "pseudo-gradient codec: " + codec_choices()),
+      field("diloco.aggregator", c.diloco.aggregator,
+            "mean | median | trimmed_mean: how the workers' pseudo-gradients are combined (robust options gather all)"),
+      field("diloco.trim_fraction", c.diloco.trim_fraction,
+            "trimmed_mean: share of workers cut from each end of every coordinate, in [0, 0.5)"),
+      field("diloco.clip_norm", c.diloco.clip_norm,
+            "clip each worker's pseudo-gradient to this L2 norm before combining (0 = off)"),
+
+      field("ddp.codec", c.ddp.codec, "gradient codec: " + codec_choices()),
+
+      field("codec.block", c.codec.block, "elements per fp32 scale in the int8 and fp4 codecs"),
+      field("codec.topk_density", c.codec.topk_density, "fraction of entries the topk codec keeps"),
+      field("codec.error_feedback", c.codec.error_feedback,
+            "topk codec: add what was not sent to the next payload"),
+
+      field("palsgd.p", c.palsgd.p, "p: probability of a pseudo-synchronisation step (paper 0.2)"),
+      field("palsgd.eta", c.palsgd.eta, "eta: pull toward the stored global model (paper 1)"),
+      field("palsgd.inner_steps", c.palsgd.inner_steps, "H: steps between outer syncs (paper 32)"),
+      field("palsgd.ddp_warmup_steps", c.palsgd.ddp_warmup_steps, "T_w: DDP warm-up steps (paper 32)"),
+      field("palsgd.outer_lr", c.palsgd.outer_lr, "outer Nesterov learning rate (paper 0.1)"),
+      field("palsgd.outer_momentum", c.palsgd.outer_momentum, "outer momentum (paper 0.9)"),
+
+      field("demo.beta", c.demo.beta, "beta: momentum decay (paper 0.999)"),
+      field("demo.topk", c.demo.topk, "k: DCT coefficients sent per block (paper 32)"),
+      field("demo.chunk", c.demo.chunk, "c: DCT block side limit (paper 64)"),
+      field("demo.index_dtype", c.demo.index_dtype, "int16 | int64: index width on the wire (reference int64)"),
+      field("demo.sign", c.demo.sign, "sign-SGD step (false: step on the decoded momentum)"),
+      field("demo.weight_decay", c.demo.weight_decay, "decoupled weight decay (paper 0)"),
+
+      field("streaming.fragment_blocks", c.streaming.fragment_blocks, "transformer blocks per fragment (paper 3)"),
+      field("streaming.pattern", c.streaming.pattern, "strided | sequential: which blocks form a fragment"),
+      field("streaming.overlap", c.streaming.overlap, "tau: inner steps a fragment's sync overlaps (paper 1)"),
+      field("streaming.alpha", c.streaming.alpha, "alpha: merge weight of the local values (paper 0.5)"),
+      field("streaming.codec", c.streaming.codec, "outer-gradient codec (paper fp4): " + codec_choices()),
+
+      field("sparta.p", c.sparta.p, "p: fraction of parameters averaged per exchange (paper 0.005)"),
+      field("sparta.selector", c.sparta.selector,
+            "random | partitioned | sequential | layerwise: which entries each exchange averages"),
+      field("sparta.interval", c.sparta.interval, "k: exchange every k steps"),
+      field("sparta.delay", c.sparta.delay, "d: averages computed at step t are applied at t + d (async)"),
+      field("sparta.apply", c.sparta.apply,
+            "overwrite | delta: write the average, or add (average - values sent)"),
+      field("sparta.fault_rate", c.sparta.fault_rate, "probability an exchange is skipped (faults)"),
+      field("sparta.p_schedule", c.sparta.p_schedule,
+            "constant | cosine: p high early, cosine-decayed to the floor, same mean p"),
+      field("sparta.p_min_factor", c.sparta.p_min_factor, "cosine p schedule floor as a fraction of p"),
+      field("sparta.codec", c.sparta.codec, "sparse values' codec: " + dense_codec_choices()),
+
+      field("noloco.inner_steps", c.noloco.inner_steps, "H: inner steps between group syncs (paper 50)"),
+      field("noloco.outer_lr", c.noloco.outer_lr, "a: outer learning rate (paper 0.7)"),
+      field("noloco.outer_momentum", c.noloco.outer_momentum, "beta: outer momentum (paper 0.5)"),
+      field("noloco.group_size", c.noloco.group_size, "G: workers per averaging group (paper 2)"),
+
+      field("network.bandwidth", c.network.bandwidth, "per-link bandwidth beta, e.g. 100Mbit/s, 25GB/s"),
+      field("network.latency", c.network.latency, "per-message latency alpha, e.g. 30ms"),
+      field("network.jitter", c.network.jitter, "extra latency drawn uniformly in [0, jitter)"),
+      field("network.algorithm", c.network.algorithm, "ring | tree | ps: all-reduce algorithm"),
+      field("network.server_bandwidth", c.network.server_bandwidth,
+            "ps only: the server's bandwidth (\"\" = network.bandwidth)"),
+      field("network.worker_bandwidth", c.network.worker_bandwidth,
+            "per-worker bandwidth overrides, comma list (empty entry = default)"),
+      field("network.worker_latency", c.network.worker_latency, "per-worker latency overrides, comma list"),
+      field("network.compute_time", c.network.compute_time,
+            "measured | flops: how a step's compute time is charged"),
+      field("network.device_flops", c.network.device_flops, "flops mode: device peak FLOP/s"),
+      field("network.mfu", c.network.mfu, "flops mode: model FLOPs utilisation in (0, 1]"),
+      field("network.speed_factors", c.network.speed_factors,
+            "per-worker compute-time multipliers, comma list (stragglers > 1)"),
+      field("network.outages", c.network.outages,
+            "link outages in simulated time, 'worker@from-to' list (e.g. 1@30s-60s): ops wait for the link"),
+      field("faults.absent", c.faults.absent,
+            "workers away for step windows, 'worker@from-to' list (to empty = the end); pseudo-gradient methods"),
+      field("faults.drop_prob", c.faults.drop_prob,
+            "q: probability that a worker's pseudo-gradient is lost at a sync (DiLoCo's async ablation)"),
+      field("faults.corrupt", c.faults.corrupt,
+            "workers sending corrupt pseudo-gradients, 'worker@from-to:kind' (kind nan | inf | scale)"),
+      field("faults.speed_schedule", c.faults.speed_schedule,
+            "stragglers over time, 'step:worker=factor' list (e.g. 0:1=3, 500:1=1)"),
+  };
+  for (FieldRef& f : fields) fn(f);
+}
+
+}  // namespace atl
