@@ -21,15 +21,12 @@
 #include "train/threads.h"
 #include "train/worker_slot.h"
 #include "util/rng.h"
+#include "util/wall_time.h"
 
 namespace atl {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using Clock = WallClock;
 
 class Driver {
  public:

@@ -8,15 +8,12 @@
 
 #include "train/correlation.h"
 #include "util/format.h"
+#include "util/wall_time.h"
 
 namespace atl {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using Clock = WallClock;
 
 // FNV-1a over the raw bytes of every tensor, as 16 hex digits.
 std::string parameter_hash(const std::vector<at::Tensor>& tensors) {
