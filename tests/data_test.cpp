@@ -1,6 +1,7 @@
 // Tests for the data area: tokenizers, token files, preparation, Brown/text
 // readers, shards, samplers and MNIST. All data are generated in temp folders.
 #include "atoll/data.h"
+#include "data/brown.h"
 
 #include <gtest/gtest.h>
 

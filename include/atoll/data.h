@@ -97,8 +97,6 @@ PrepareReport prepare_documents(const std::vector<std::string>& docs, const std:
 // white space normalised (paragraphs joined by one newline, runs of blanks
 // to one space), files in name order, one document per file.
 std::vector<std::string> read_brown_documents(const std::string& package_dir);
-// Strips tags from one Brown file's text (exposed for tests).
-std::string strip_brown_tags(const std::string& tagged);
 // Any UTF-8 text file: documents separated by blank lines (>= 2 newlines).
 std::vector<std::string> read_text_documents(const std::string& path);
 

@@ -1,6 +1,7 @@
 // Text sources (Brown corpus, plain UTF-8 files) and preparation of a
 // tokenised data folder.
 #include "atoll/data.h"
+#include "data/brown.h"
 #include "util/file_io.h"
 
 #include <algorithm>

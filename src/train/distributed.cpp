@@ -102,7 +102,7 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
       steps += std::to_string(s) + ",";
   }
   const std::string leader_folder = group->raw_all_gather_strings(folder).at(0);
-  bool resume = false;
+  int64_t common_step = -1;  // the newest step every rank holds intact
   if (mode != "false") {
     std::map<int64_t, int64_t> holders;  // step -> ranks holding it
     const auto lists = group->raw_all_gather_strings(steps);
@@ -110,22 +110,19 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
       for (size_t start = 0, end; (end = list.find(',', start)) != std::string::npos; start = end + 1)
         ++holders[std::stoll(list.substr(start, end - start))];
     for (const auto& [step, count] : holders)
-      if (count == int64_t(lists.size())) plan.resume_step = std::max(plan.resume_step, step);
-    resume = leader_folder == "ok" && plan.resume_step >= 0;
-    if (mode == "true" && leader_folder != "ok")
-      throw std::runtime_error(leader ? leader_folder : "rank 0 could not start the run: " + leader_folder);
-    if (mode == "true" && !resume)
-      throw std::runtime_error("cannot resume '" + plan.run_dir.string() +
-                               "': no checkpoint step is intact on every rank; start again with --run.overwrite=true");
+      if (count == int64_t(lists.size())) common_step = std::max(common_step, step);
   }
-  if (!resume) plan.resume_step = -1;
+  const std::string problem =
+      leader_folder == "ok" ? "" : leader ? leader_folder : "rank 0 could not start the run: " + leader_folder;
+  const StartPlan start = resolve_start(cfg, problem, common_step);  // the same on every rank
+  const bool resume = start.resume;
+  plan.resume_step = start.step;
 
   // A fresh start: rank 0 creates the folder; the others learn whether it could.
   std::string status = "ok";
   if (!resume && leader) {
     try {
-      const bool replace = cfg.run.overwrite || (mode == "auto" && holds_interrupted_run(plan.run_dir));
-      create_run_folder(cfg, replace);
+      create_run_folder(cfg, start.replace);
     } catch (const std::exception& e) {
       status = e.what();
     }

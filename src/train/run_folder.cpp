@@ -115,27 +115,40 @@ int64_t latest_checkpoint(const Config& cfg, int64_t rank) {
   return CheckpointStore(run_folder(cfg)).latest_complete(parts, nullptr);
 }
 
-StartPlan plan_start(const Config& cfg, int64_t rank) {
+StartPlan resolve_start(const Config& cfg, const std::string& problem, int64_t step) {
   StartPlan plan;
   const std::string& mode = cfg.run.resume;
   if (mode == "false") {
     plan.replace = cfg.run.overwrite;
     return plan;
   }
-  const fs::path dir = run_folder(cfg);
-  if (mode == "true") {
+  const std::string why =
+      !problem.empty() ? problem
+                       : "cannot resume '" + run_folder(cfg).string() +
+                             "': no checkpoint step is intact on every rank; start again with --run.overwrite=true";
+  if (problem.empty() && step >= 0) {
     plan.resume = true;
-    plan.step = find_resume_step(cfg, dir, checkpoint_parts(cfg, rank));
-    return plan;
-  }
-  try {  // auto
-    plan.step = find_resume_step(cfg, dir, checkpoint_parts(cfg, rank));
-    plan.resume = true;
-  } catch (const std::exception& e) {
-    plan.why = e.what();
-    plan.replace = cfg.run.overwrite || holds_interrupted_run(dir);
+    plan.step = step;
+  } else if (mode == "true") {
+    throw std::runtime_error(why);
+  } else {  // auto: start again
+    plan.why = why;
+    plan.replace = cfg.run.overwrite || holds_interrupted_run(run_folder(cfg));
   }
   return plan;
+}
+
+StartPlan plan_start(const Config& cfg, int64_t rank) {
+  if (cfg.run.resume == "false") return resolve_start(cfg, "", -1);
+  std::string problem;
+  int64_t step = -1;
+  try {
+    step = find_resume_step(cfg, run_folder(cfg), checkpoint_parts(cfg, rank));
+  } catch (const std::exception& e) {
+    if (cfg.run.resume == "true") throw;  // as it was thrown: the reason, with its type
+    problem = e.what();
+  }
+  return resolve_start(cfg, problem, step);
 }
 
 }  // namespace atl

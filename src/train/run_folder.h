@@ -42,4 +42,11 @@ std::unique_ptr<MetricsLog> reopen_for_resume(const std::filesystem::path& dir, 
 // (config.toml without summary.json): `auto` may replace it.
 bool holds_interrupted_run(const std::filesystem::path& dir);
 
+// The resume policy (run.resume, see plan_start() in train.h) applied to
+// what is known of the run: `problem` says why the folder cannot be resumed
+// ("" if it can), `step` is the newest checkpoint step every worker holds
+// intact (-1: none). plan_start() and real runs (whose ranks pool what they
+// hold) both decide here. Throws for `true` when the run cannot resume.
+StartPlan resolve_start(const Config& cfg, const std::string& problem, int64_t step);
+
 }  // namespace atl
