@@ -18,66 +18,61 @@ namespace atl {
 
 void validate_training(const Config& c, std::vector<std::string>& e) {
   Problems p(e);
-  auto need = [&](bool ok, const std::string& msg) { p.need(ok, msg); };
-  auto enum_check = [&](const std::string& key, const std::string& v, const std::vector<std::string>& allowed) {
-    p.enum_check(key, v, allowed);
-  };
-  need(!c.run.name.empty() && c.run.name.find('/') == std::string::npos && c.run.name != "." &&
+  p.need(!c.run.name.empty() && c.run.name.find('/') == std::string::npos && c.run.name != "." &&
            c.run.name != "..",
        "run.name must be a non-empty folder name without '/'");
-  need(c.run.threads >= 0, "run.threads must be >= 0 (0 = all cores)");
-  need(c.run.checkpoint_every >= 0, "run.checkpoint_every must be >= 0 (0 = only when stopped early)");
-  need(c.run.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1");
-  need(c.run.stop_at >= 0 && c.run.stop_at < std::max<int64_t>(c.train.steps, 1),
+  p.need(c.run.threads >= 0, "run.threads must be >= 0 (0 = all cores)");
+  p.need(c.run.checkpoint_every >= 0, "run.checkpoint_every must be >= 0 (0 = only when stopped early)");
+  p.need(c.run.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1");
+  p.need(c.run.stop_at >= 0 && c.run.stop_at < std::max<int64_t>(c.train.steps, 1),
        "run.stop_at must be in [0, train.steps) (0 = run to the end)");
-  enum_check("run.resume", c.run.resume, {"false", "true", "auto"});
-  need(!(c.run.resume == "true" && c.run.overwrite), "run.resume and run.overwrite exclude each other: resume continues "
+  p.enum_check("run.resume", c.run.resume, {"false", "true", "auto"});
+  p.need(!(c.run.resume == "true" && c.run.overwrite), "run.resume and run.overwrite exclude each other: resume continues "
                                           "the run folder, overwrite replaces it");
-  enum_check("data.dataset", c.data.dataset, {"brown", "text", "bin", "mnist"});
-  enum_check("data.shard", c.data.shard, {"iid", "noniid"});
-  need(c.data.vocab_size >= 0 && c.data.vocab_size <= 65536,
+  p.enum_check("data.dataset", c.data.dataset, {"brown", "text", "bin", "mnist"});
+  p.enum_check("data.shard", c.data.shard, {"iid", "noniid"});
+  p.need(c.data.vocab_size >= 0 && c.data.vocab_size <= 65536,
        "data.vocab_size must be in [0, 65536] (uint16 token files)");
-  need(c.data.dataset != "text" || !c.data.dir.empty(),
+  p.need(c.data.dataset != "text" || !c.data.dir.empty(),
        "data.dataset = 'text' needs data.dir: a folder made by `atoll prepare text FILE OUT` (or `atoll prepare brown ... --tokenizer byte`)");
-  enum_check("model.kind", c.model.kind, {"gpt", "mlp", "cnn"});
+  p.enum_check("model.kind", c.model.kind, {"gpt", "mlp", "cnn"});
   bool image_model = c.model.kind == "mlp" || c.model.kind == "cnn";
-  need(image_model == (c.data.dataset == "mnist"),
+  p.need(image_model == (c.data.dataset == "mnist"),
        "model.kind = '" + c.model.kind + "' does not fit data.dataset = '" + c.data.dataset +
            "': gpt trains on text, mlp and cnn on mnist");
-  need(c.model.n_layer >= 1, "model.n_layer must be >= 1");
-  need(c.model.n_head >= 1, "model.n_head must be >= 1");
-  need(c.model.n_embd >= 1 && c.model.n_head >= 1 && c.model.n_embd % c.model.n_head == 0,
+  p.need(c.model.n_layer >= 1, "model.n_layer must be >= 1");
+  p.need(c.model.n_head >= 1, "model.n_head must be >= 1");
+  p.need(c.model.n_embd >= 1 && c.model.n_head >= 1 && c.model.n_embd % c.model.n_head == 0,
        "model.n_embd must be a positive multiple of model.n_head");
-  need(c.model.block_size >= 1, "model.block_size must be >= 1");
-  need(c.model.dropout >= 0 && c.model.dropout < 1, "model.dropout must be in [0, 1)");
-  need(c.model.mlp_hidden >= 1, "model.mlp_hidden must be >= 1");
-  enum_check("optim.name", c.optim.name, {"adamw", "sgd"});
-  need(c.optim.lr > 0 && std::isfinite(c.optim.lr), "optim.lr must be > 0");
-  need(c.optim.min_lr >= 0 && c.optim.min_lr <= c.optim.lr, "optim.min_lr must be in [0, optim.lr]");
-  need(c.optim.warmup_steps >= 0, "optim.warmup_steps must be >= 0");
-  need(c.optim.beta1 >= 0 && c.optim.beta1 < 1, "optim.beta1 must be in [0, 1)");
-  need(c.optim.beta2 >= 0 && c.optim.beta2 < 1, "optim.beta2 must be in [0, 1)");
-  need(c.optim.weight_decay >= 0, "optim.weight_decay must be >= 0");
-  need(c.optim.grad_clip >= 0, "optim.grad_clip must be >= 0 (0 = off)");
-  enum_check("optim.schedule", c.optim.schedule, {"cosine", "constant"});
-  need(c.train.steps >= 1, "train.steps must be >= 1");
-  need(c.train.batch_size >= 1, "train.batch_size must be >= 1");
-  need(c.train.eval_every >= 0, "train.eval_every must be >= 0 (0 = only at the end)");
-  need(c.train.eval_batches >= 1, "train.eval_batches must be >= 1");
-  need(c.train.log_every >= 1, "train.log_every must be >= 1");
+  p.need(c.model.block_size >= 1, "model.block_size must be >= 1");
+  p.need(c.model.dropout >= 0 && c.model.dropout < 1, "model.dropout must be in [0, 1)");
+  p.need(c.model.mlp_hidden >= 1, "model.mlp_hidden must be >= 1");
+  p.enum_check("optim.name", c.optim.name, {"adamw", "sgd"});
+  p.need(c.optim.lr > 0 && std::isfinite(c.optim.lr), "optim.lr must be > 0");
+  p.need(c.optim.min_lr >= 0 && c.optim.min_lr <= c.optim.lr, "optim.min_lr must be in [0, optim.lr]");
+  p.need(c.optim.warmup_steps >= 0, "optim.warmup_steps must be >= 0");
+  p.need(c.optim.beta1 >= 0 && c.optim.beta1 < 1, "optim.beta1 must be in [0, 1)");
+  p.need(c.optim.beta2 >= 0 && c.optim.beta2 < 1, "optim.beta2 must be in [0, 1)");
+  p.need(c.optim.weight_decay >= 0, "optim.weight_decay must be >= 0");
+  p.need(c.optim.grad_clip >= 0, "optim.grad_clip must be >= 0 (0 = off)");
+  p.enum_check("optim.schedule", c.optim.schedule, {"cosine", "constant"});
+  p.need(c.train.steps >= 1, "train.steps must be >= 1");
+  p.need(c.train.batch_size >= 1, "train.batch_size must be >= 1");
+  p.need(c.train.eval_every >= 0, "train.eval_every must be >= 0 (0 = only at the end)");
+  p.need(c.train.eval_batches >= 1, "train.eval_batches must be >= 1");
+  p.need(c.train.log_every >= 1, "train.log_every must be >= 1");
 }
 
 void validate_faults(const Config& c, int64_t warmup, std::vector<std::string>& e) {
   Problems p(e);
-  auto need = [&](bool ok, const std::string& msg) { p.need(ok, msg); };
-  need(c.faults.drop_prob >= 0 && c.faults.drop_prob <= 1, "faults.drop_prob (q) must be in [0, 1]");
+  p.need(c.faults.drop_prob >= 0 && c.faults.drop_prob <= 1, "faults.drop_prob (q) must be in [0, 1]");
   auto check_windows = [&](const std::string& key, const std::string& text, bool with_kind) {
     try {
       for (const auto& w : parse_fault_windows(text, key, with_kind)) {
-        need(w.worker < c.strategy.workers, key + ": worker " + std::to_string(w.worker) +
+        p.need(w.worker < c.strategy.workers, key + ": worker " + std::to_string(w.worker) +
                                                 " does not exist (strategy.workers = " +
                                                 std::to_string(c.strategy.workers) + ")");
-        need(w.from >= warmup, key + ": windows start at or after the DDP warm-up (" + std::to_string(warmup) +
+        p.need(w.from >= warmup, key + ": windows start at or after the DDP warm-up (" + std::to_string(warmup) +
                                    " steps), which every worker takes part in");
       }
     } catch (const std::invalid_argument& ex) {
@@ -88,7 +83,7 @@ void validate_faults(const Config& c, int64_t warmup, std::vector<std::string>& 
   check_windows("faults.corrupt", c.faults.corrupt, true);
   try {
     for (const auto& s : parse_speed_schedule(c.faults.speed_schedule))
-      need(s.worker < c.strategy.workers, "faults.speed_schedule: worker " + std::to_string(s.worker) +
+      p.need(s.worker < c.strategy.workers, "faults.speed_schedule: worker " + std::to_string(s.worker) +
                                               " does not exist (strategy.workers = " +
                                               std::to_string(c.strategy.workers) + ")");
   } catch (const std::invalid_argument& ex) {

@@ -12,13 +12,9 @@ namespace atl {
 
 void validate_network(const Config& c, std::vector<std::string>& e) {
   Problems p(e);
-  auto need = [&](bool ok, const std::string& msg) { p.need(ok, msg); };
-  auto enum_check = [&](const std::string& key, const std::string& v, const std::vector<std::string>& allowed) {
-    p.enum_check(key, v, allowed);
-  };
-  enum_check("network.algorithm", c.network.algorithm, {"ring", "tree", "ps", "parameter-server"});
-  enum_check("network.compute_time", c.network.compute_time, {"measured", "flops"});
-  need(c.network.device_flops > 0, "network.device_flops must be > 0");
+  p.enum_check("network.algorithm", c.network.algorithm, {"ring", "tree", "ps", "parameter-server"});
+  p.enum_check("network.compute_time", c.network.compute_time, {"measured", "flops"});
+  p.need(c.network.device_flops > 0, "network.device_flops must be > 0");
   // Units, per-worker lists and their lengths, checked by the code that uses them.
   try {
     // Clamped to the allowed range, so an absurd strategy.workers (reported
@@ -29,14 +25,14 @@ void validate_network(const Config& c, std::vector<std::string>& e) {
   }
   try {
     const auto speed = parse_number_list(c.network.speed_factors, 1.0);
-    need(int64_t(speed.size()) <= c.strategy.workers,
+    p.need(int64_t(speed.size()) <= c.strategy.workers,
          "network.speed_factors lists " + std::to_string(speed.size()) + " workers but strategy.workers = " +
              std::to_string(c.strategy.workers));
-    for (double f : speed) need(f > 0, "network.speed_factors must all be > 0");
+    for (double f : speed) p.need(f > 0, "network.speed_factors must all be > 0");
   } catch (const std::exception& ex) {
     e.push_back(std::string("network.speed_factors: ") + ex.what());
   }
-  need(c.network.mfu > 0 && c.network.mfu <= 1, "network.mfu must be in (0, 1]");
+  p.need(c.network.mfu > 0 && c.network.mfu <= 1, "network.mfu must be in (0, 1]");
 }
 
 }  // namespace atl

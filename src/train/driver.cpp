@@ -235,7 +235,7 @@ class Driver {
       o.params = cluster_.params(mine);
     }
     if (!cluster_.is_leader()) return;
-    if (slots_[0].strategy) o.strategy_stats = slots_[0].strategy->stats();
+    if (log && slots_[0].strategy) o.strategy_stats = slots_[0].strategy->stats();  // train events carry them
     observer_.observe(o);
   }
 
