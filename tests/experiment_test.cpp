@@ -14,6 +14,7 @@
 
 #include "atoll/config.h"
 #include "atoll/experiment.h"
+#include "util/stats.h"
 #include "atoll/report.h"
 #include "test_util.h"
 #include "child_process.h"
@@ -284,6 +285,73 @@ TEST(Sweep, AFolderTheSweepDidNotWriteIsNeverDeleted) {
   EXPECT_TRUE(fs::exists(fs::path(dir.path("runs")) / "k" / "a" / "notes.txt"));
 }
 
+// Settings a and b over seeds 1..3 (loss only).
+SeedMetrics seeded(const std::vector<double>& a, const std::vector<double>& b) {
+  SeedMetrics out;
+  for (size_t k = 0; k < a.size(); ++k) {
+    RunMetrics ra, rb;
+    ra.loss = a[k];
+    rb.loss = b[k];
+    ra.seed = rb.seed = int64_t(k) + 1;
+    out["a"].push_back(ra);
+    out["b"].push_back(rb);
+  }
+  return out;
+}
+
+TEST(Claims, APairedDifferenceBelowZeroHoldsEvenWhenTheSeedsScatterMore) {
+  // Seeds move both settings by far more than their difference; paired by
+  // seed, a is 0.1 below b every time, so the claim holds.
+  const ClaimVerdict v = judge_claim("loss(a) < loss(b)", seeded({1.0, 2.0, 3.0}, {1.1, 2.1, 3.1}), 0);
+  EXPECT_EQ(v.outcome, ClaimVerdict::Holds) << v.detail;
+  EXPECT_EQ(v.seeds, 3);
+  EXPECT_NE(v.detail.find("over 3 paired seeds"), std::string::npos) << v.detail;
+  EXPECT_EQ(judge_claim("loss(a) > loss(b)", seeded({1.0, 2.0, 3.0}, {1.1, 2.1, 3.1}), 0).outcome, ClaimVerdict::Fails);
+  EXPECT_EQ(judge_claim("loss(b) <= loss(a)", seeded({1.0, 2.0, 3.0}, {1.1, 2.1, 3.1}), 0).outcome,
+            ClaimVerdict::Fails);
+}
+
+TEST(Claims, ADifferenceWhoseIntervalStraddlesZeroOrOneSeedIsInconclusive) {
+  // Differences -0.1, +0.05, -0.02: the interval contains 0.
+  const ClaimVerdict v = judge_claim("loss(a) < loss(b)", seeded({1.0, 1.05, 0.98}, {1.1, 1.0, 1.0}), 0);
+  EXPECT_EQ(v.outcome, ClaimVerdict::Inconclusive) << v.detail;
+  const ClaimVerdict one = judge_claim("loss(a) < loss(b)", seeded({1.0}, {2.0}), 0);
+  EXPECT_EQ(one.outcome, ClaimVerdict::Inconclusive) << one.detail;
+  EXPECT_NE(one.detail.find("one seed gives no interval"), std::string::npos) << one.detail;
+}
+
+TEST(Claims, OnlySeedsEveryNamedSettingRanArePairedAndTheEffectIsJudged) {
+  SeedMetrics runs = seeded({1.0, 2.0, 3.0}, {1.1, 2.1, 3.15});
+  runs["b"].pop_back();  // b lacks seed 3: pairs are seeds 1 and 2
+  const ClaimVerdict v = judge_claim("loss(a) + 0.05 < loss(b)", runs, 0.01);
+  EXPECT_EQ(v.seeds, 2);
+  EXPECT_EQ(v.outcome, ClaimVerdict::Holds) << v.detail;  // -0.05 both times: half-width 0
+  EXPECT_NE(v.detail.find("resolves the stated effect 0.01"), std::string::npos) << v.detail;
+  const ClaimVerdict wide = judge_claim("loss(a) < loss(b)", seeded({1.0, 1.3, 0.9}, {1.1, 1.35, 1.2}), 0.01);
+  EXPECT_NE(wide.detail.find("wider than the stated effect 0.01"), std::string::npos) << wide.detail;
+  EXPECT_THROW(judge_claim("loss(c) < 1", runs, 0), std::invalid_argument);
+}
+
+TEST(SweepSpec, SeedsRepeatEveryRunWithConsecutiveSeedsInFoldersOfTheirOwn) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, "[sweep]\nruns = [\"ddp: strategy.name=ddp\", \"d: \"]\nseeds = 3\n");
+  const SweepSpec spec = load_sweep(preset, {}, {"run.seed=40"}, false);
+  EXPECT_EQ(names(spec), (std::vector<std::string>{"ddp_s1", "ddp_s2", "ddp_s3", "d_s1", "d_s2", "d_s3"}));
+  for (size_t i = 0; i < spec.runs.size(); ++i) {
+    EXPECT_EQ(spec.runs[i].seed, 40 + int64_t(i % 3));
+    EXPECT_EQ(spec.runs[i].setting, i < 3 ? "ddp" : "d");
+    EXPECT_EQ(spec.runs[i].overrides.back(), "run.seed=" + std::to_string(40 + i % 3));
+  }
+  // --seeds overrides the preset; one seed keeps the run's own folder name
+  // and seed, so it is seed 1 of any larger sweep.
+  const SweepSpec one = load_sweep(preset, {}, {"run.seed=40"}, false, 1);
+  EXPECT_EQ(names(one), (std::vector<std::string>{"ddp", "d"}));
+  EXPECT_EQ(one.runs[0].seed, 40);
+  EXPECT_THROW(load_sweep(preset, {}, {}, false, 101), std::invalid_argument);
+  const auto bad = tiny_preset(dir, "[sweep]\nseeds = 0\n", "bad.toml");
+  EXPECT_THROW(load_sweep(bad, {}, {}, false), std::invalid_argument);
+}
+
 TEST(Results, VerdictsAreComputedFromTheRunFolders) {
   TempDir dir;
   const auto preset = tiny_preset(dir, R"P([sweep]
@@ -293,6 +361,7 @@ title = "tiny"
 paper_claim = "DDP and DiLoCo both learn."
 runs = ["ddp: strategy.name=ddp", "diloco: strategy.name=diloco"]
 baseline = "ddp"
+seeds = 2
 [[sweep.claim]]
 text = "DiLoCo sends fewer bytes"
 check = "bytes(diloco) < bytes(ddp)"
@@ -311,11 +380,13 @@ check = "loss(ddp) < 0"
   EXPECT_NE(md.find("| R0 | tiny | partly reproduced |"), std::string::npos) << md;
   EXPECT_NE(md.find("- holds: DiLoCo sends fewer bytes"), std::string::npos) << md;
   EXPECT_NE(md.find("- **fails**: impossible"), std::string::npos) << md;
-  EXPECT_NE(md.find("(1 of 2 checks hold)"), std::string::npos) << md;
-  const double loss = load_run(dir.path("runs") + "/v/ddp").final_val_loss;
-  char figure[32];
-  std::snprintf(figure, sizeof figure, "%.4f", loss);
-  EXPECT_NE(md.find(figure), std::string::npos) << "the table shows the run's loss " << figure;
+  EXPECT_NE(md.find("(1 of 2 checks hold, 1 fail, 0 inconclusive)"), std::string::npos) << md;
+  // The table shows each setting's mean over its two seeds with its interval.
+  const double a = load_run(dir.path("runs") + "/v/ddp_s1").final_val_loss;
+  const double b = load_run(dir.path("runs") + "/v/ddp_s2").final_val_loss;
+  const MeanInterval m = mean_interval({a, b});
+  const std::string figure = "| ddp | 2 | ddp | 2 | 6 | " + format_mean_interval(m, 4) + " |";
+  EXPECT_NE(md.find(figure), std::string::npos) << "the table shows the runs' mean loss " << figure << "\n" << md;
 }
 
 // Runs the atoll binary; returns its exit status and output.
@@ -353,7 +424,8 @@ check = "bytes(ddp) > bytes(single)"
       << testing::read_text(md);
   ASSERT_EQ(atoll_cli("sweep " + preset + " --overwrite", out, dir), 0) << out;
   ASSERT_EQ(atoll_cli("results " + preset + " -o " + md, out, dir), 0) << out;
-  EXPECT_NE(testing::read_text(md).find("| R0 | cli | reproduced |"), std::string::npos) << testing::read_text(md);
+  // One seed per run gives no interval, so the check cannot decide.
+  EXPECT_NE(testing::read_text(md).find("| R0 | cli | inconclusive |"), std::string::npos) << testing::read_text(md);
 
   ASSERT_EQ(atoll_cli("report " + (sweep / "ddp").string() + " " + (sweep / "single").string() + " -o " +
                           dir.path("r.html") + " --baseline=single",

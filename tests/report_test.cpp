@@ -7,6 +7,7 @@
 
 #include "atoll/report.h"
 #include "atoll/train.h"
+#include "report/groups.h"
 #include "test_util.h"
 #include "tiny_data.h"
 
@@ -133,6 +134,55 @@ TEST(HtmlReport, WritingReplacesTheFileWholeAndABadFolderLeavesItAlone) {
   EXPECT_NE(first.find("</html>"), std::string::npos);
   EXPECT_THROW(write_html_report({runs().ddp, dir.path("missing")}, out, {}), std::runtime_error);
   EXPECT_EQ(testing::read_text(out), first);
+}
+
+}  // namespace
+}  // namespace atl
+
+namespace atl {
+namespace {
+
+RunData seeded_run(const std::string& name, const std::string& strategy, int seed, double loss) {
+  RunData r;
+  r.name = name;
+  r.strategy = strategy;
+  r.final_val_loss = loss;
+  r.config = {{"strategy.name", strategy}, {"run.seed", std::to_string(seed)}};
+  return r;
+}
+
+TEST(SeedGroups, RunsDifferingOnlyInTheirSeedAreOneSettingNamedByTheirStem) {
+  const std::vector<RunData> runs = {seeded_run("ddp_s1", "ddp", 1, 2.0), seeded_run("diloco_s1", "diloco", 1, 1.9),
+                                     seeded_run("ddp_s2", "ddp", 2, 2.2), seeded_run("diloco_s2", "diloco", 2, 2.1),
+                                     seeded_run("again", "ddp", 2, 2.2)};  // a second seed-2 DDP: its own group
+  const auto groups = group_by_seed(runs);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].name, "ddp");
+  EXPECT_EQ(groups[0].runs.size(), 2u);
+  EXPECT_EQ(groups[1].name, "diloco");
+  EXPECT_EQ(groups[2].name, "again");
+  // Paired by seed: diloco is 0.1 below ddp in both seeds.
+  const MeanInterval d = paired_loss_difference(groups[1], groups[0]);
+  EXPECT_EQ(d.n, 2);
+  EXPECT_NEAR(d.mean, -0.1, 1e-12);
+  EXPECT_NEAR(d.half_width, 0, 1e-12);
+  EXPECT_EQ(difference_verdict(d), "significant");
+  const GroupFigures f = group_figures(groups[0], 0);
+  EXPECT_DOUBLE_EQ(f.loss.mean, 2.1);
+  EXPECT_NEAR(f.loss.half_width, student_t_quantile(0.95, 1) * std::sqrt(0.02) / std::sqrt(2.0), 1e-12);
+  EXPECT_EQ(&reference_group(groups, ""), &groups[0]);  // the DDP setting
+  EXPECT_EQ(&reference_group(groups, "diloco_s2"), &groups[1]);  // a run's name finds its setting
+  EXPECT_THROW(reference_group(groups, "nope"), std::invalid_argument);
+}
+
+TEST(SeedGroups, OneSeedHasNoIntervalAndADifferenceAcrossZeroIsInconclusive) {
+  const std::vector<RunData> runs = {seeded_run("a_s1", "ddp", 1, 2.0), seeded_run("b_s1", "diloco", 1, 1.9),
+                                     seeded_run("a_s2", "ddp", 2, 2.0), seeded_run("b_s2", "diloco", 2, 2.1)};
+  const auto groups = group_by_seed(runs);
+  EXPECT_EQ(difference_verdict(paired_loss_difference(groups[1], groups[0])), "inconclusive");
+  const std::vector<RunData> single = {seeded_run("a", "ddp", 1, 2.0), seeded_run("b", "diloco", 1, 1.9)};
+  const auto one = group_by_seed(single);
+  EXPECT_EQ(difference_verdict(paired_loss_difference(one[1], one[0])), "one seed");
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <atomic>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "atoll/data.h"
@@ -154,12 +156,85 @@ TEST(Train, FlopsModeSimulatedTimeIsStragglerComputePlusBlockingCommunication) {
     const double comm = 4.0 * double(s.params) / 1e6;  // S / beta for N = 2
     const bool ddp = std::string(strategy) == "ddp";
     const double syncs = ddp ? 20 : 20 / 5;
-    const double expected = 20 * 2 * c + syncs * comm;
+    // DiLoCo's outer step after each sync: 8 operations per parameter at the
+    // same rate, times each worker's speed factor.
+    const double outer = ddp ? 0 : 8.0 * double(s.params) / (1e9 * 0.5);
+    const double expected = 20 * 2 * c + syncs * (comm + 2 * outer);
     EXPECT_NEAR(s.sim_seconds, expected, 1e-9 * expected) << strategy;
     // Worker 0 computes half the time of worker 1 and waits for it at every sync.
-    const double mean_compute = (20 * c + 20 * 2 * c) / 2;
+    const double mean_compute = (20 * c + syncs * outer + 20 * 2 * c + syncs * 2 * outer) / 2;
     EXPECT_NEAR(s.compute_utilisation, mean_compute / expected, 1e-9) << strategy;
   }
+}
+
+// The default clock is modelled (network.compute_time = flops): a rerun on a
+// busy machine is charged exactly the same simulated times, and every time
+// field of the run is bitwise equal.
+TEST(Train, TheDefaultClockChargesTheSameSimulatedTimesOnABusyMachine) {
+  Config cfg = tiny_config("diloco", 2);
+  ASSERT_EQ(Config().network.compute_time, "flops");
+  cfg.network.compute_time = Config().network.compute_time;
+  cfg.network.device_flops = Config().network.device_flops;
+  const RunSummary quiet = simulate(cfg);
+  // Two threads spinning on the two cores while the same run trains again.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  for (int i = 0; i < 2; ++i)
+    hogs.emplace_back([&] {
+      volatile double x = 1;
+      while (!stop.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+    });
+  const RunSummary busy = simulate(cfg);
+  stop = true;
+  for (auto& t : hogs) t.join();
+  EXPECT_EQ(quiet.sim_seconds, busy.sim_seconds);
+  EXPECT_EQ(quiet.compute_utilisation, busy.compute_utilisation);
+  std::vector<double> a, b;
+  for (const auto* s : {&quiet, &busy})
+    for (const auto& line : s->events) {
+      const auto e = nlohmann::json::parse(line);
+      for (const char* key : {"sim_time_s", "compute_s", "blocked_s"})
+        if (e.contains(key)) (s == &quiet ? a : b).push_back(e[key].get<double>());
+    }
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  const auto start = nlohmann::json::parse(quiet.events.front());
+  EXPECT_EQ(start["clock"].get<std::string>().rfind("modelled:", 0), 0u) << start["clock"];
+}
+
+// One worker and N workers are charged on the same footing: the same
+// modelled compute per step, whatever else shares the machine's cores.
+TEST(Train, OneWorkerAndFourWorkersAreChargedTheSameComputePerStep) {
+  Config one = tiny_config("single", 1), four = tiny_config("ddp", 4);
+  for (Config* c : {&one, &four}) c->network.compute_time = "flops";
+  auto compute_per_step = [](const RunSummary& s) {
+    double compute = 0;
+    for (const auto& line : s.events) {
+      const auto e = nlohmann::json::parse(line);
+      if (e["event"] == "train") compute = e["compute_s"].get<double>();
+    }
+    return compute / double(s.steps);
+  };
+  const double c1 = compute_per_step(simulate(one)), c4 = compute_per_step(simulate(four));
+  EXPECT_GT(c1, 0);
+  EXPECT_DOUBLE_EQ(c1, c4);
+}
+
+// A method's own work costs modelled time too: DeMo's transforms make its
+// compute per step exceed DDP's by exactly the FLOPs it counts.
+TEST(Train, TheModelledClockChargesDemosTransformsOnTopOfTheModelsCompute) {
+  Config ddp = tiny_config("ddp", 2), demo = tiny_config("demo", 2);
+  double compute[2] = {0, 0};
+  int i = 0;
+  for (Config* c : {&ddp, &demo}) {
+    c->network.compute_time = "flops";
+    for (const auto& line : simulate(*c).events) {
+      const auto e = nlohmann::json::parse(line);
+      if (e["event"] == "train") compute[i] = e["compute_s"].get<double>();
+    }
+    ++i;
+  }
+  EXPECT_GT(compute[1], compute[0] * 1.01) << "DeMo's DCTs are charged";
 }
 
 // Golden 20-step trajectories: the train and eval losses of each strategy on
@@ -252,7 +327,10 @@ TEST(Train, PalsgdPseudoSyncStepsChargeNoComputeOnTheSimulatedClock) {
   const double pseudo = last_train["palsgd_pseudo_sync_steps"].get<double>();
   EXPECT_GT(pseudo, 0);
   EXPECT_EQ(pseudo + last_train["palsgd_local_steps"].get<double>(), 16);  // after the 4 DDP steps
-  EXPECT_NEAR(last_train["compute_s"].get<double>(), (20 - pseudo) * c, 1e-9);
+  // Plus the outer Nesterov steps' modelled work: 8 operations per parameter
+  // at each of the 4 syncs (steps 8, 12, 16, 20).
+  const double outer = 4 * 8.0 * double(s.params) / (1e9 * cfg.network.mfu);
+  EXPECT_NEAR(last_train["compute_s"].get<double>(), (20 - pseudo) * c + outer, 1e-9);
 }
 
 TEST(Train, StreamingOverlapHidesAFragmentsAllReduceBehindTheNextSteps) {

@@ -203,7 +203,8 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
   return s.stopped_at >= 0 && s.stopped_by_signal ? 130 : 0;  // 130: as a shell reports SIGINT
 }
 
-int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, atl::SweepOptions opts) {
+int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, int64_t seeds,
+              atl::SweepOptions opts) {
   // --grid is taken here rather than by CLI11, whose repeatable options would
   // also swallow the preset's path when it follows them.
   std::vector<std::string> grid, rest;
@@ -222,7 +223,7 @@ int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, 
   const auto overrides = collect_overrides(rest, preset, dist_flags);
   if (!dist_flags.empty()) throw atl::ConfigError("atoll sweep takes no --" + dist_flags.begin()->first);
   if (preset.empty()) throw atl::ConfigError("atoll sweep needs a preset file (see configs/)");
-  const atl::SweepSpec spec = atl::load_sweep(preset, grid, overrides, quick);
+  const atl::SweepSpec spec = atl::load_sweep(preset, grid, overrides, quick, seeds);
   opts.exe = std::filesystem::read_symlink("/proc/self/exe").string();
   std::printf("atoll sweep %s: %zu runs -> %s/\n", spec.name.c_str(), spec.runs.size(),
               atl::sweep_dir(spec, opts.out_root).c_str());
@@ -367,6 +368,7 @@ int main(int argc, char** argv) {
 
   atl::SweepOptions sweep_opts;
   bool sweep_quick = false, sweep_no_report = false;
+  int64_t sweep_seeds = 0;
   auto* sweep = app.add_subcommand(
       "sweep",
       "run a preset's [sweep] runs (x --grid) into runs/<sweep>/<run>/, resuming where it stopped, then write "
@@ -378,6 +380,9 @@ int main(int argc, char** argv) {
   sweep->add_option("--out", sweep_opts.out_root, "folder holding the sweep folder (default: run.out_dir)");
   sweep->add_flag("--overwrite", sweep_opts.overwrite, "re-run finished runs whose config changed");
   sweep->add_flag("--no-report", sweep_no_report, "do not write report.html");
+  sweep->add_option("--seeds", sweep_seeds,
+                    "K: run every setting with K seeds (run.seed, +1, ..., into <run>_s1.._sK; overrides [sweep] "
+                    "seeds); tables then show means with 95% intervals");
 
   std::vector<std::string> report_dirs;
   std::string report_out = "report.html";
@@ -397,10 +402,12 @@ int main(int argc, char** argv) {
   results->add_option("presets", result_presets, "preset files, in the order of the page")->required();
   results->add_option("-o,--output", results_out, "Markdown file to write")->capture_default_str();
   results->add_option("--out", results_root, "folder holding the sweep folders (default: each run.out_dir)");
+  int64_t results_seeds = 0;
+  results->add_option("--seeds", results_seeds, "the seeds the sweeps were run with (default: each preset's)");
 
   try {
     app.parse(argc, argv);
-    if (sweep->parsed()) return cmd_sweep(sweep->remaining(), sweep_quick, sweep_no_report, sweep_opts);
+    if (sweep->parsed()) return cmd_sweep(sweep->remaining(), sweep_quick, sweep_no_report, sweep_seeds, sweep_opts);
     if (report->parsed()) {
       atl::write_html_report(report_dirs, report_out, report_opts);
       std::printf("report: %s (%zu runs)\n", report_out.c_str(), report_dirs.size());
@@ -408,7 +415,7 @@ int main(int argc, char** argv) {
     }
     if (results->parsed()) {
       std::vector<atl::SweepSpec> specs;
-      for (const auto& p : result_presets) specs.push_back(atl::load_sweep(p, {}, {}, false));
+      for (const auto& p : result_presets) specs.push_back(atl::load_sweep(p, {}, {}, false, results_seeds));
       atl::write_results_markdown(specs, results_root, results_out);
       std::printf("results: %s (%zu presets)\n", results_out.c_str(), specs.size());
       return 0;

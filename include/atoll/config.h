@@ -208,8 +208,15 @@ struct NetworkConfig {
   std::string server_bandwidth = "";   // ps only: the server's link; "" = bandwidth
   std::string worker_bandwidth = "";   // per-worker overrides, comma list (empty entry = default)
   std::string worker_latency = "";     // per-worker overrides, comma list
-  std::string compute_time = "measured"; // measured | flops
-  double device_flops = 1e12;          // flops mode: peak FLOP/s of one worker's device
+  // How a step's compute is charged. flops (default): modelled, the step's
+  // training FLOPs (6 * params * tokens + attention) over the device's peak
+  // rate times mfu, plus each method's own work (DeMo's transforms, outer
+  // optimizers) at the same rate: the same run gets the same simulated times
+  // on a quiet or a busy machine. measured: this machine's compute time per
+  // step (varies with load; for profiling the methods' own cost).
+  std::string compute_time = "flops";  // flops | measured
+  std::string device = "cpu2";         // flops mode: named device (src/net/devices.cpp)
+  double device_flops = 0;             // flops mode: peak FLOP/s overriding the device's (0 = the device's)
   double mfu = 0.4;                    // flops mode: model FLOPs utilisation
   std::string speed_factors = "";      // per-worker compute-time multipliers, comma list (stragglers)
   std::string outages = "";            // link outages in simulated time, "worker@from-to": "1@30s-60s"

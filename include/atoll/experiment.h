@@ -15,6 +15,11 @@
 //   quick = ["train.steps=40"]        # under --quick, applied before each run's own
 //   baseline = "ddp"                  # the report's reference run
 //   target_loss = 2.2                 # time-to-target column and claims
+//   seeds = 3                         # every run repeated with run.seed, +1, +2
+//                                     # (folders <run>_s1.._s3); --seeds=K overrides
+//   effect = 0.01                     # the smallest difference the claims test
+//                                     # for, in their own units (RESULTS.md says
+//                                     # whether the intervals resolve it)
 //   [[sweep.claim]]
 //   text = "DiLoCo H = 20 within 2% of DDP"
 //   check = "loss(diloco_h20) <= 1.02 * loss(ddp)"
@@ -32,11 +37,14 @@ namespace atl {
 struct SweepRun {
   std::string name;                    // folder name under the sweep folder
   std::vector<std::string> overrides;  // section.key=value, applied after the preset
+  std::string setting;                 // the name claims and tables use: name without "_s<k>"
+  int64_t seed = 0;                    // this run's run.seed
 };
 
 struct SweepClaim {
   std::string text;   // the claim in words
   std::string check;  // an expression over run metrics (see evaluate_claim)
+  double effect = 0;  // the smallest difference it tests for (0 = the sweep's effect)
 };
 
 struct SweepSpec {
@@ -49,6 +57,8 @@ struct SweepSpec {
   std::vector<SweepRun> runs;
   std::string baseline;    // reference run for "vs baseline"; "" = first run
   double target_loss = 0;  // 0 = none
+  int64_t seeds = 1;       // K: each run repeated with K seeds (ALGORITHMS.md 9 asks K >= 3 for a verdict)
+  double effect = 0;       // the smallest difference the claims test for (0 = not stated)
   std::vector<SweepClaim> claims;
   std::string discussion;  // verbatim into RESULTS.md under the verdict
   std::string command;     // how the sweep was asked for (RESULTS.md), set by load_sweep
@@ -57,11 +67,14 @@ struct SweepSpec {
 // Reads the preset's [sweep] section, expands runs x grid (plus the extra
 // grid entries "key=v1,v2[@run,...]" from the command line) and, when quick,
 // appends the preset's quick overrides and "_quick" to the sweep name.
-// `extra` overrides apply to every run. Every run's config is validated
+// `extra` overrides apply to every run. seeds > 0 overrides [sweep] seeds:
+// with K > 1 seeds each run becomes K runs <name>_s1.._sK with run.seed =
+// its own seed + 0..K-1 (with one seed the folder keeps the run's name, and
+// that run is seed 1 of any larger sweep's). Every run's config is validated
 // before this returns, so a bad key stops the sweep before any training.
 // Throws std::invalid_argument naming the problem.
 SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& extra_grid,
-                     const std::vector<std::string>& extra, bool quick);
+                     const std::vector<std::string>& extra, bool quick, int64_t seeds = 0);
 
 struct SweepOptions {
   std::string exe;         // the atoll binary that trains each run
@@ -101,9 +114,26 @@ std::string finished_run_difference(const SweepSpec& spec, const SweepRun& run, 
 // Final metrics of a finished run, by the names claims use.
 struct RunMetrics {
   double loss = 0, ppl = 0, bytes = 0, time = 0, corr = 1, util = 1, ttt = -1;
+  int64_t seed = 0;  // run.seed: claims pair settings by it
 };
-// metrics for every run of the sweep found under dir (missing runs absent).
-std::map<std::string, RunMetrics> sweep_metrics(const SweepSpec& spec, const std::string& dir);
+// Per setting, the metrics of each of its finished seeds, in seed order
+// (missing runs absent).
+using SeedMetrics = std::map<std::string, std::vector<RunMetrics>>;
+SeedMetrics sweep_metrics(const SweepSpec& spec, const std::string& dir);
+
+// A claim judged over seeds: the check "left op right" is evaluated per seed
+// (settings paired by run.seed) and the 95% Student-t interval of the paired
+// difference left - right decides: for < and <= it holds when the interval
+// lies below 0, fails when it lies above, and is inconclusive when it
+// straddles 0 or there is no interval (one seed); > and >= mirror that.
+struct ClaimVerdict {
+  enum Outcome { Holds, Fails, Inconclusive } outcome = Inconclusive;
+  std::string detail;  // the check with mean values, the difference and its interval
+  int seeds = 0;       // seeds every named setting has
+};
+const char* outcome_name(ClaimVerdict::Outcome o);  // holds | fails | inconclusive
+// Throws std::invalid_argument on a syntax error or an unknown setting.
+ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, double effect);
 
 // Evaluates a claim check: comparisons (<, <=, >, >=) of arithmetic (+ - * /,
 // parentheses, numbers like 1e-3) over loss(run), ppl(run), bytes(run),
@@ -120,9 +150,11 @@ bool evaluate_claim(const std::string& check, const std::map<std::string, RunMet
 std::string sweep_dir(const SweepSpec& spec, const std::string& out_root);
 
 // docs/RESULTS.md: for every preset (in order) its claim, command, a table
-// of its runs and a verdict from its claims (reproduced: all hold; partly:
-// some; not reproduced: none; not run: a run is missing or was made with
-// another config than the preset now says), then its discussion.
+// of its settings (mean ± 95% interval over seeds) and a verdict from its
+// claims (reproduced: all hold; partly: some hold; not reproduced: none
+// holds and one fails; inconclusive: every check is; not run: a run is
+// missing or was made with another config than the preset now says), then
+// its discussion.
 std::string results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root);
 // Writes results_markdown() to `path` atomically (a reader never sees half a file).
 void write_results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root, const std::string& path);

@@ -10,10 +10,11 @@
 namespace atl {
 
 // A Markdown table comparing run folders (each holding summary.json and
-// config.toml): strategy, workers, steps, final validation loss, relative to
-// the first run, bytes sent per worker, ratio of bytes to the first run,
-// simulated time and compute utilisation. Throws naming a folder that is
-// not a finished run.
+// config.toml), one row per setting (runs differing only in run.seed are its
+// seeds): strategy, workers, steps, final validation loss (mean ± 95%
+// interval over seeds), its paired difference against the first setting,
+// bytes sent per worker, ratio of bytes to the first, simulated time and
+// compute utilisation. Throws naming a folder that is not a finished run.
 std::string compare_runs(const std::vector<std::string>& run_dirs);
 
 // Number formatting shared by the tables (Markdown and HTML).
@@ -24,6 +25,7 @@ std::string format_megabytes(double bytes);
 struct RunData {
   std::string dir, name, strategy;
   int64_t workers = 1, steps = 0, params = 0;
+  int64_t global_batch_tokens = 0;  // tokens per step over all workers (start event)
   double final_val_loss = 0, bytes_sent_per_worker = 0, sim_seconds = 0, utilisation = 1;
   double bytes_sent_total = 0;   // all workers (the ledger's per-worker sums)
   double final_correlation = 1;  // 1 for one worker or when never logged

@@ -51,6 +51,11 @@ class Strategy {
   // error-feedback residuals, counters), between steps, for checkpoints.
   // Resuming from it continues bitwise like the run that never stopped.
   virtual void visit_state(StateVisitor& v) = 0;
+  // FLOPs of the method's own work since the last call, beyond the model's
+  // forward and backward (DeMo's transforms, outer optimizer steps). The
+  // modelled clock (network.compute_time = flops) charges them at the
+  // device's rate, so a method's extra compute still costs time there.
+  virtual double take_extra_flops() { return 0; }
   // Events since the last call (read by the driver while the worker is parked).
   virtual std::vector<StrategyEvent> take_events() { return {}; }
 };

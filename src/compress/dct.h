@@ -39,6 +39,12 @@ class BlockDct {
   at::Tensor decode(const at::Tensor& coeffs) const;
   int64_t blocks() const { return (rows_ / n1_) * (cols_ / n2_); }
   int64_t block_size() const { return n1_ * n2_; }
+  // FLOPs of one encode or decode: every entry takes part in a length-n1
+  // transform along rows (and a length-n2 one along columns for a 2-D plan),
+  // each a multiply-add per coefficient (the modelled clock charges these).
+  double transform_flops() const {
+    return 2.0 * double(rows_ * cols_) * double(n1_ + (two_d_ ? n2_ : 0));
+  }
   // {n1} for a 1-D plan, {n1, n2} for a 2-D one.
   std::vector<int64_t> block_shape() const;
   const std::vector<int64_t>& shape() const { return shape_; }

@@ -3,6 +3,7 @@
 // parsing, --flags, --help, unknown-key errors and to_toml() all walk it.
 #include "atoll/config.h"
 #include "compress/codec_names.h"
+#include "net/devices.h"
 #include "strategy/table.h"
 #include "util/format.h"
 
@@ -206,8 +207,12 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "per-worker bandwidth overrides, comma list (empty entry = default)"),
       field("network.worker_latency", c.network.worker_latency, "per-worker latency overrides, comma list"),
       field("network.compute_time", c.network.compute_time,
-            "measured | flops: how a step's compute time is charged"),
-      field("network.device_flops", c.network.device_flops, "flops mode: device peak FLOP/s"),
+            "flops | measured: a step's compute time modelled from its FLOPs at the device's rate (the same on a "
+            "busy or a quiet machine) or measured on this machine"),
+      field("network.device", c.network.device, "flops mode: the device whose peak rate steps are charged at: " +
+                                                    compute_device_names()),
+      field("network.device_flops", c.network.device_flops,
+            "flops mode: peak FLOP/s overriding network.device's (0 = the device's)"),
       field("network.mfu", c.network.mfu, "flops mode: model FLOPs utilisation in (0, 1]"),
       field("network.speed_factors", c.network.speed_factors,
             "per-worker compute-time multipliers, comma list (stragglers > 1)"),

@@ -12,10 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
 #include <stdexcept>
 
 #include "atoll/experiment.h"
 #include "atoll/net.h"
+#include "util/stats.h"
 
 namespace atl {
 namespace {
@@ -36,7 +38,17 @@ class ClaimParser {
   ClaimParser(const std::string& text, const std::map<std::string, RunMetrics>& runs) : s_(text), runs_(runs) {}
 
   bool check(std::string& detail) {
-    double left = sum();
+    double left = 0, right = 0;
+    const std::string op = sides(left, right, detail);
+    if (op == "<") return left < right;
+    if (op == "<=") return left <= right;
+    if (op == ">") return left > right;
+    return left >= right;
+  }
+
+  // Parses "left op right", returning op and both sides' values.
+  std::string sides(double& left, double& right, std::string& detail) {
+    left = sum();
     skip();
     std::string op;
     if (peek('<') || peek('>')) {
@@ -46,15 +58,15 @@ class ClaimParser {
     if (op.empty()) fail("expected a comparison (<, <=, >, >=)");
     const std::string left_text = detail_;
     detail_.clear();
-    double right = sum();
+    right = sum();
     skip();
     if (i_ != s_.size()) fail("unexpected '" + s_.substr(i_) + "'");
     detail = left_text + " " + op + " " + detail_;
-    if (op == "<") return left < right;
-    if (op == "<=") return left <= right;
-    if (op == ">") return left > right;
-    return left >= right;
+    return op;
   }
+
+  // The run (setting) names the check refers to, once parsed.
+  const std::set<std::string>& names() const { return names_; }
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
@@ -138,6 +150,7 @@ class ClaimParser {
       std::string run = s_.substr(start, i_ - start);
       while (!run.empty() && std::isspace(static_cast<unsigned char>(run.back()))) run.pop_back();
       expect(')');
+      names_.insert(run);
       auto it = runs_.find(run);
       if (it == runs_.end()) throw std::invalid_argument("claim check '" + s_ + "': run '" + run + "' has no results");
       const RunMetrics& r = it->second;
@@ -187,13 +200,100 @@ class ClaimParser {
   const std::map<std::string, RunMetrics>& runs_;
   size_t i_ = 0;
   std::string detail_;
+  std::set<std::string> names_;
 };
+
+std::string interval_text(const MeanInterval& d) {
+  if (!d.has_interval()) return short_number(d.mean);
+  return short_number(d.mean) + ", 95% interval [" + short_number(d.low()) + ", " + short_number(d.high()) + "]";
+}
 
 }  // namespace
 
 bool evaluate_claim(const std::string& check, const std::map<std::string, RunMetrics>& runs, std::string& detail) {
   ClaimParser parser(check, runs);
   return parser.check(detail);
+}
+
+const char* outcome_name(ClaimVerdict::Outcome o) {
+  return o == ClaimVerdict::Holds ? "holds" : o == ClaimVerdict::Fails ? "fails" : "inconclusive";
+}
+
+ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, double effect) {
+  // The check on the settings' means over their seeds: checks the syntax,
+  // finds the settings it names and gives the readable form.
+  std::map<std::string, RunMetrics> means;
+  for (const auto& [name, seeds] : runs) {
+    if (seeds.empty()) continue;
+    RunMetrics m;
+    m.loss = m.ppl = m.bytes = m.time = m.corr = m.util = m.ttt = 0;
+    bool never = false;
+    for (const RunMetrics& r : seeds) {
+      m.loss += r.loss / double(seeds.size());
+      m.ppl += r.ppl / double(seeds.size());
+      m.bytes += r.bytes / double(seeds.size());
+      m.time += r.time / double(seeds.size());
+      m.corr += r.corr / double(seeds.size());
+      m.util += r.util / double(seeds.size());
+      m.ttt += r.ttt / double(seeds.size());
+      never = never || r.ttt < 0;
+    }
+    if (never) m.ttt = -1;  // a seed that never reached the target: the mean never does
+    means[name] = m;
+  }
+  ClaimParser on_means(check, means);
+  ClaimVerdict v;
+  double left = 0, right = 0;
+  std::string shown;
+  const std::string op = on_means.sides(left, right, shown);
+
+  // Seeds every named setting ran, paired by run.seed.
+  std::set<int64_t> common;
+  bool first = true;
+  for (const auto& name : on_means.names()) {
+    std::set<int64_t> has;
+    for (const RunMetrics& r : runs.at(name)) has.insert(r.seed);
+    if (first) {
+      common = has;
+    } else {
+      std::set<int64_t> both;
+      for (int64_t x : common)
+        if (has.count(x)) both.insert(x);
+      common = both;
+    }
+    first = false;
+  }
+  std::vector<double> differences;
+  for (int64_t seed : common) {
+    std::map<std::string, RunMetrics> one;
+    for (const auto& name : on_means.names())
+      for (const RunMetrics& r : runs.at(name))
+        if (r.seed == seed) one[name] = r;
+    ClaimParser per_seed(check, one);
+    double l = 0, r = 0;
+    std::string unused;
+    per_seed.sides(l, r, unused);
+    differences.push_back(l - r);
+  }
+  v.seeds = static_cast<int>(differences.size());
+  const MeanInterval d = mean_interval(differences);
+  const Sign sign = interval_sign(differences);
+  const bool less = op[0] == '<';
+  if (sign == Sign::Below) v.outcome = less ? ClaimVerdict::Holds : ClaimVerdict::Fails;
+  if (sign == Sign::Above) v.outcome = less ? ClaimVerdict::Fails : ClaimVerdict::Holds;
+  v.detail = shown + " (means); left - right = " + interval_text(d) + " over " + std::to_string(v.seeds) +
+             (v.seeds == 1 ? " seed" : " paired seeds");
+  if (v.seeds < 2)
+    v.detail += "; one seed gives no interval";
+  else if (!d.has_interval() && sign == Sign::Unknown)
+    v.detail += "; no interval (a run never reached the target in some seeds)";
+  if (effect > 0 && d.has_interval())
+    v.detail += d.half_width <= effect ? "; the interval's half-width " + short_number(d.half_width) +
+                                             " resolves the stated effect " + short_number(effect)
+                                       : "; the interval's half-width " + short_number(d.half_width) +
+                                             " is wider than the stated effect " + short_number(effect) +
+                                             ": more seeds or a larger evaluation needed";
+  return v;
 }
 
 }  // namespace atl

@@ -8,6 +8,7 @@
 
 #include "atoll/experiment.h"
 #include "atoll/report.h"
+#include "report/groups.h"
 #include "util/file_io.h"
 #include "util/format.h"
 
@@ -46,30 +47,48 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
   if (!spec.scaled.empty()) o << "**Scaled down.** " << spec.scaled << "\n\n";
   o << "**Command.** `" << spec.command << "` (preset `" << spec.preset << "`, runs in `" << dir << "/`)\n\n";
   if (!runs.empty()) {
-    const RunData* base = &reference_run(runs, spec.baseline);
-    const RunData* ddp = ddp_run(runs);
-    o << "| run | strategy | N | steps | final eval loss | vs " << base->name
-      << " | sent per worker (MB) | reduction vs DDP | simulated time (s)";
+    const std::vector<RunGroup> groups = group_by_seed(runs);
+    const RunGroup& base = reference_group(groups, spec.baseline);
+    const RunGroup* ddp = ddp_group(groups);
+    const GroupFigures fd = ddp ? group_figures(*ddp, spec.target_loss) : GroupFigures{};
+    o << "| run | seeds | strategy | N | steps | final eval loss | vs " << base.name
+      << " (paired) | sent per worker (MB) | reduction vs DDP | simulated time (s)";
     if (spec.target_loss > 0) o << " | time to loss " << format_number("%.3g", spec.target_loss) << " (s)";
-    o << " | correlation |\n|---|---|---|---|---|---|---|---|---|" << (spec.target_loss > 0 ? "---|" : "")
+    o << " | correlation |\n|---|---|---|---|---|---|---|---|---|---|" << (spec.target_loss > 0 ? "---|" : "")
       << "\n";
-    for (const auto& r : runs) {
+    for (const auto& g : groups) {
+      const RunData& r = *g.runs.front();
+      const GroupFigures f = group_figures(g, spec.target_loss);
       std::string reduction = "—";
-      if (ddp && ddp->bytes_sent_per_worker > 0)
-        reduction = r.bytes_sent_per_worker > 0 ? format_number("%.3g×", ddp->bytes_sent_per_worker / r.bytes_sent_per_worker)
+      if (ddp && fd.bytes_per_worker.mean > 0)
+        reduction = f.bytes_per_worker.mean > 0 ? format_number("%.3g×", fd.bytes_per_worker.mean / f.bytes_per_worker.mean)
                                                 : "no traffic";
-      o << "| " << r.name << " | " << r.strategy << " | " << r.workers << " | " << r.steps << " | "
-        << format_number("%.4f", r.final_val_loss) << " | "
-        << (&r == base ? std::string("—") : format_number("%+.2f%%", 100 * (r.final_val_loss / base->final_val_loss - 1)))
-        << " | " << format_megabytes(r.bytes_sent_per_worker) << " | " << reduction << " | " << format_number("%.1f", r.sim_seconds);
-      if (spec.target_loss > 0) {
-        const double t = time_to_loss(r, spec.target_loss);
-        o << " | " << (t < 0 ? std::string("never") : format_number("%.1f", t));
+      std::string versus = "—";
+      if (&g != &base) {
+        const MeanInterval d = paired_loss_difference(g, base);
+        versus = d.n == 0 ? "no shared seed"
+                 : d.has_interval()
+                     ? format_number("%+.4f", d.mean) + format_number(" ± %.4f", d.half_width) + " (" + difference_verdict(d) + ")"
+                     : format_number("%+.4f", d.mean) + " (one seed)";
       }
-      o << " | " << (r.has_correlation && r.workers > 1 ? format_number("%.4f", r.final_correlation) : std::string("—"))
+      o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << r.workers << " | " << r.steps << " | "
+        << format_mean_interval(f.loss, 4) << " | " << versus << " | " << format_megabytes(f.bytes_per_worker.mean)
+        << " | " << reduction << " | " << format_mean_interval(f.sim_seconds, 1);
+      if (spec.target_loss > 0) {
+        o << " | ";
+        if (f.reached == 0)
+          o << "never";
+        else
+          o << format_mean_interval(f.time_to_target, 1)
+            << (f.reached < f.seeds ? " (" + std::to_string(f.reached) + " of " + std::to_string(f.seeds) + " seeds)" : "");
+      }
+      o << " | " << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("—"))
         << " |\n";
     }
     o << "\n";
+    if (spec.seeds > 1)
+      o << "Means over " << spec.seeds << " seeds ± the half-width of their 95% Student-t interval; differences "
+        << "against " << base.name << " are paired by seed.\n\n";
   }
   if (!stale.empty()) {
     o << "Made with another config than the preset now gives, so not counted:";
@@ -81,25 +100,33 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     for (const auto& m : missing) o << " `" << m << "`";
     o << ".\n\n";
   }
-  int held = 0, checked = 0;
+  int held = 0, failed = 0, checked = 0;
   if (!spec.claims.empty() && missing.empty()) {
     const auto metrics = sweep_metrics(spec, dir);
-    o << "**Checks** (computed from the run folders):\n\n";
+    o << "**Checks** (computed from the run folders; a check holds or fails only when the 95% interval of its "
+         "paired difference over seeds excludes 0):\n\n";
     for (const auto& c : spec.claims) {
-      std::string detail;
-      const bool ok = evaluate_claim(c.check, metrics, detail);
+      const ClaimVerdict v = judge_claim(c.check, metrics, c.effect > 0 ? c.effect : spec.effect);
       ++checked;
-      held += ok;
-      o << "- " << (ok ? "holds" : "**fails**") << ": " << c.text << " — `" << c.check << "`: " << detail << "\n";
+      held += v.outcome == ClaimVerdict::Holds;
+      failed += v.outcome == ClaimVerdict::Fails;
+      const std::string word = outcome_name(v.outcome);
+      o << "- " << (v.outcome == ClaimVerdict::Holds ? word : "**" + word + "**") << ": " << c.text << " — `"
+        << c.check << "`: " << v.detail << "\n";
     }
     o << "\n";
   }
   if (!missing.empty() || spec.claims.empty())
     s.verdict = missing.empty() ? "no checks" : "not run";
   else
-    s.verdict = held == checked ? "reproduced" : held == 0 ? "not reproduced" : "partly reproduced";
+    s.verdict = held == checked              ? "reproduced"
+                : held > 0                   ? "partly reproduced"
+                : failed > 0                 ? "not reproduced"
+                                             : "inconclusive";
   o << "**Verdict: " << s.verdict << "**";
-  if (checked) o << " (" << held << " of " << checked << " checks hold)";
+  if (checked)
+    o << " (" << held << " of " << checked << " checks hold, " << failed << " fail, " << checked - held - failed
+      << " inconclusive" << (spec.seeds < 2 ? "; one seed per run gives no interval" : "") << ")";
   o << "\n\n";
   if (!spec.discussion.empty()) o << spec.discussion << "\n\n";
   s.body = o.str();
@@ -117,8 +144,11 @@ std::string results_markdown(const std::vector<SweepSpec>& specs, const std::str
        "do not edit by hand. -->\n\n"
        "Each section is one preset in `configs/`, a reproduction target from ALGORITHMS.md §9 scaled down to a "
        "2-core machine. The tables and verdicts are computed from the finished run folders by "
-       "`build/atoll results`; each check is written in its preset, next to the claim. Verdict: *reproduced* "
-       "when every check holds, *partly* when some do, *not reproduced* when none do. Other measured tables "
+       "`build/atoll results`; each check is written in its preset, next to the claim, and judged over seeds: "
+       "it holds when the 95% Student-t interval of its paired difference lies on its side of 0, fails when it "
+       "lies on the other, and is *inconclusive* otherwise (also with one seed, which gives no interval). "
+       "Verdict: *reproduced* when every check holds, *partly* when some do, *not reproduced* when none does "
+       "and one fails, *inconclusive* when every check is. Other measured tables "
        "(earlier experiment scripts, real runs, network checks) are in [MEASUREMENTS.md](MEASUREMENTS.md); "
        "speed figures in [BENCHMARKS.md](BENCHMARKS.md).\n\n"
        "| target | experiment | verdict |\n|---|---|---|\n";

@@ -158,7 +158,7 @@ bool looks_like_run_folder(const fs::path& dir) {
 }  // namespace
 
 SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& extra_grid,
-                     const std::vector<std::string>& extra, bool quick) {
+                     const std::vector<std::string>& extra, bool quick, int64_t seeds) {
   std::ifstream in(preset, std::ios::binary);
   if (!in) throw std::invalid_argument("cannot read preset '" + preset + "'");
   std::stringstream text;
@@ -176,7 +176,7 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
                                 preset + "` runs it once; add --grid to sweep it)");
   static const std::set<std::string> known = {"name",  "id",       "title",    "paper_claim", "scaled",
                                               "runs",  "grid",     "quick",    "baseline",    "target_loss",
-                                              "claim", "discussion"};
+                                              "claim", "discussion", "seeds",   "effect"};
   for (auto&& [k, v] : *sweep) {
     if (!known.count(std::string(k.str()))) {
       std::string all;
@@ -199,13 +199,33 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
     if (!t->is_number() || t->value<double>().value_or(0) < 0) bad(preset, "target_loss must be a number >= 0");
     spec.target_loss = t->value<double>().value_or(0);
   }
+  if (const toml::node* k = sweep->get("seeds")) {
+    if (!k->is_integer() || k->value<int64_t>().value_or(0) < 1 || k->value<int64_t>().value_or(0) > 100)
+      bad(preset, "seeds must be an integer in 1..100 (runs per setting)");
+    spec.seeds = k->value<int64_t>().value_or(1);
+  }
+  if (seeds != 0) {
+    if (seeds < 1 || seeds > 100) throw std::invalid_argument("--seeds must be in 1..100 (got " + std::to_string(seeds) + ")");
+    spec.seeds = seeds;
+  }
+  auto read_effect = [&](const toml::table& t) {
+    const toml::node* n = t.get("effect");
+    if (!n) return 0.0;
+    if (!n->is_number() || !(n->value<double>().value_or(-1) > 0))
+      bad(preset, "effect must be a number > 0 (the smallest difference the claims test for)");
+    return n->value<double>().value_or(0);
+  };
+  spec.effect = read_effect(*sweep);
   if (const toml::node* c = sweep->get("claim")) {
     const toml::array* arr = c->as_array();
     if (!arr) bad(preset, "claims are [[sweep.claim]] tables with text and check");
     for (const auto& item : *arr) {
       const toml::table* t = item.as_table();
       if (!t) bad(preset, "claims are [[sweep.claim]] tables with text and check");
-      SweepClaim claim{string_value(*t, "text", preset), string_value(*t, "check", preset)};
+      for (auto&& [k, v] : *t)
+        if (k.str() != "text" && k.str() != "check" && k.str() != "effect")
+          bad(preset, "[[sweep.claim]] has an unknown key '" + std::string(k.str()) + "'; keys are text, check, effect");
+      SweepClaim claim{string_value(*t, "text", preset), string_value(*t, "check", preset), read_effect(*t)};
       if (claim.check.empty()) bad(preset, "a [[sweep.claim]] has no check");
       spec.claims.push_back(claim);
     }
@@ -214,7 +234,7 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   std::vector<SweepRun> base;
   const bool runs_given = sweep->get("runs") != nullptr;
   for (const auto& r : string_list(*sweep, "runs", preset)) base.push_back(parse_run(r, preset));
-  if (!runs_given) base.push_back({"run", {}});
+  if (!runs_given) base.push_back({"run", {}, "run", 0});
   std::vector<GridAxis> axes;
   for (const auto& g : string_list(*sweep, "grid", preset)) axes.push_back(parse_axis(g, preset));
   for (const auto& g : extra_grid) axes.push_back(parse_axis(g, "--grid"));
@@ -249,14 +269,32 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   if (quick) spec.name += "_quick";
 
   std::set<std::string> names;
-  for (const auto& r : spec.runs) {
+  std::vector<SweepRun> seeded;
+  for (auto& r : spec.runs) {
     if (!names.insert(r.name).second) bad(preset, "two runs are named '" + r.name + "'");
+    int64_t seed = 0;
     try {
-      load_config(preset, r.overrides);
+      seed = load_config(preset, r.overrides).run.seed;
     } catch (const ConfigError& e) {
       throw std::invalid_argument(preset + ": run '" + r.name + "': " + e.what());
     }
+    r.setting = r.name;
+    r.seed = seed;
+    if (spec.seeds == 1) {
+      seeded.push_back(r);
+      continue;
+    }
+    // Seed k of K: run.seed + k - 1 reseeds the model init, the data order
+    // and every coin of the method (they all derive from run.seed).
+    for (int64_t k = 1; k <= spec.seeds; ++k) {
+      SweepRun x = r;
+      x.name = r.name + "_s" + std::to_string(k);
+      x.seed = seed + k - 1;
+      x.overrides.push_back("run.seed=" + std::to_string(x.seed));
+      seeded.push_back(std::move(x));
+    }
   }
+  spec.runs = std::move(seeded);
   if (!spec.baseline.empty() && !names.count(spec.baseline))
     bad(preset, "baseline '" + spec.baseline + "' is not one of the runs");
 
@@ -264,6 +302,7 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   for (const auto& g : extra_grid) spec.command += " --grid " + quote_arg(g);
   for (const auto& e : extra) spec.command += " --" + quote_arg(e);
   if (quick) spec.command += " --quick";
+  if (seeds != 0) spec.command += " --seeds=" + std::to_string(seeds);
   return spec;
 }
 
@@ -439,8 +478,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   return outcome;
 }
 
-std::map<std::string, RunMetrics> sweep_metrics(const SweepSpec& spec, const std::string& dir) {
-  std::map<std::string, RunMetrics> out;
+SeedMetrics sweep_metrics(const SweepSpec& spec, const std::string& dir) {
+  SeedMetrics out;
   for (const auto& run : spec.runs) {
     const fs::path folder = fs::path(dir) / run.name;
     if (!fs::exists(folder / "summary.json")) continue;
@@ -453,7 +492,8 @@ std::map<std::string, RunMetrics> sweep_metrics(const SweepSpec& spec, const std
     m.corr = d.final_correlation;
     m.util = d.utilisation;
     m.ttt = spec.target_loss > 0 ? time_to_loss(d, spec.target_loss) : -1;
-    out[run.name] = m;
+    m.seed = run.seed;
+    out[run.setting].push_back(m);  // spec.runs lists a setting's seeds in order
   }
   return out;
 }

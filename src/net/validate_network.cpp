@@ -7,14 +7,18 @@
 #include "atoll/net.h"
 #include "config/checks.h"
 #include "config/validate.h"
+#include "net/devices.h"
 
 namespace atl {
 
 void validate_network(const Config& c, std::vector<std::string>& e) {
   Problems p(e);
   p.enum_check("network.algorithm", c.network.algorithm, {"ring", "tree", "ps", "parameter-server"});
-  p.enum_check("network.compute_time", c.network.compute_time, {"measured", "flops"});
-  p.need(c.network.device_flops > 0, "network.device_flops must be > 0");
+  p.enum_check("network.compute_time", c.network.compute_time, {"flops", "measured"});
+  p.need(c.network.device_flops >= 0, "network.device_flops must be >= 0 (0 = network.device's rate)");
+  p.need(c.network.device_flops > 0 || find_compute_device(c.network.device) != nullptr,
+         "network.device = '" + c.network.device + "' is not a known device; allowed: " + compute_device_names() +
+             " (or set network.device_flops)");
   // Units, per-worker lists and their lengths, checked by the code that uses them.
   try {
     // Clamped to the allowed range, so an absurd strategy.workers (reported

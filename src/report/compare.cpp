@@ -1,36 +1,17 @@
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
+// `atoll compare`: finished run folders as one Markdown table, one row per
+// setting (runs that differ only in run.seed are its seeds): the mean over
+// seeds with a 95% Student-t interval, and the paired difference against
+// the first setting with whether it is significant.
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
 #include "atoll/report.h"
+#include "report/groups.h"
 #include "util/format.h"
 
 namespace atl {
 namespace {
-
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("'" + path.parent_path().string() + "' is not a finished run (no summary.json)");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error("'" + path.string() + "' is not valid JSON: " + e.what());
-  }
-}
-
-// The strategy line of the start event in metrics.jsonl.
-nlohmann::json start_event(const std::filesystem::path& dir) {
-  std::ifstream in(dir / "metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    auto e = nlohmann::json::parse(line, nullptr, false);
-    if (!e.is_discarded() && e.value("event", "") == "start") return e;
-  }
-  return nlohmann::json::object();
-}
 
 // "0.02x (50x fewer)" style: readable whichever way the ratio goes.
 std::string bytes_ratio(double bytes, double base) {
@@ -41,13 +22,14 @@ std::string bytes_ratio(double bytes, double base) {
   return format_number("%.3gx", r) + format_number(" (%.4gx fewer)", 1.0 / r);
 }
 
-// The workers' parameter correlation at the end, "-" for one worker or runs
-// made before it was logged.
-std::string final_correlation(const nlohmann::json& summary) {
-  if (!summary.contains("end")) return "-";
-  const auto& end = summary["end"];
-  if (!end.contains("final_correlation") || !end["final_correlation"].is_number()) return "-";
-  return format_number("%.4f", end["final_correlation"].get<double>());
+// The paired difference of the final eval loss against the first setting.
+std::string versus(const RunGroup& g, const RunGroup& base, const GroupFigures& fb) {
+  if (&g == &base) return "-";
+  const MeanInterval d = paired_loss_difference(g, base);
+  if (d.n == 0) return "no shared seed";
+  if (!d.has_interval())
+    return format_number("%+.4f", d.mean) + format_number(" (%+.2f%%, one seed)", 100.0 * d.mean / fb.loss.mean);
+  return format_number("%+.4f", d.mean) + format_number(" ± %.4f", d.half_width) + " (" + difference_verdict(d) + ")";
 }
 
 }  // namespace
@@ -60,29 +42,31 @@ std::string format_megabytes(double bytes) {
 
 std::string compare_runs(const std::vector<std::string>& run_dirs) {
   if (run_dirs.empty()) throw std::invalid_argument("compare needs at least one run folder");
+  std::vector<RunData> runs;
+  runs.reserve(run_dirs.size());
+  for (const auto& d : run_dirs) runs.push_back(load_run(d));
+  const std::vector<RunGroup> groups = group_by_seed(runs);
+  const RunGroup& base = groups.front();
+  const GroupFigures fb = group_figures(base, 0);
   std::ostringstream o;
-  o << "| run | strategy | N | steps | global batch tokens | final val loss | vs first | sent/worker (MB) | "
-       "bytes vs first | sim time (s) | utilisation | correlation |\n";
-  o << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  double base_loss = 0, base_bytes = 0;
-  for (size_t i = 0; i < run_dirs.size(); ++i) {
-    const std::filesystem::path dir(run_dirs[i]);
-    const auto s = read_json(dir / "summary.json");
-    const auto start = start_event(dir);
-    const double loss = s.at("final_val_loss").get<double>();
-    const double bytes = s.at("bytes_sent_per_worker").get<double>();
-    if (i == 0) {
-      base_loss = loss;
-      base_bytes = bytes;
-    }
-    o << "| " << dir.filename().string() << " | " << start.value("strategy", "?") << " | "
-      << s.value("workers", 0) << " | " << s.value("steps", 0) << " | " << start.value("global_batch_tokens", 0)
-      << " | " << format_number("%.4f", loss) << " | " << format_number("%+.2f%%", 100.0 * (loss / base_loss - 1)) << " | "
-      << format_number("%.2f", bytes / 1e6) << " | "
-      << bytes_ratio(bytes, base_bytes)
-      << " | " << format_number("%.1f", s.value("sim_time_s", 0.0)) << " | "
-      << format_number("%.1f%%", 100.0 * s.value("compute_utilisation", 1.0)) << " | " << final_correlation(s) << " |\n";
+  o << "| run | seeds | strategy | N | steps | global batch tokens | final val loss | vs first (paired) | "
+       "sent/worker (MB) | bytes vs first | sim time (s) | utilisation | correlation |\n";
+  o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& g : groups) {
+    const RunData& r = *g.runs.front();
+    const GroupFigures f = group_figures(g, 0);
+    o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << r.workers << " | " << r.steps << " | "
+      << r.global_batch_tokens << " | " << format_mean_interval(f.loss, 4) << " | " << versus(g, base, fb)
+      << " | " << format_number("%.2f", f.bytes_per_worker.mean / 1e6) << " | "
+      << bytes_ratio(f.bytes_per_worker.mean, fb.bytes_per_worker.mean) << " | "
+      << format_mean_interval(f.sim_seconds, 1) << " | "
+      << format_number("%.1f%%", 100.0 * f.utilisation.mean) << " | "
+      << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("-"))
+      << " |\n";
   }
+  if (groups.size() < runs.size())
+    o << "\nMean over seeds ± the half-width of its 95% Student-t interval; \"vs first\" is the paired difference "
+         "of the final eval loss over shared seeds: significant when its interval excludes 0, else inconclusive.\n";
   return o.str();
 }
 

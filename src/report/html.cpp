@@ -3,6 +3,7 @@
 // short script from the runs' series, embedded as JSON.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <stdexcept>
 
 #include "atoll/report.h"
+#include "report/groups.h"
 #include "util/file_io.h"
 #include "util/format.h"
 
@@ -49,34 +51,70 @@ std::string seconds(double s) {
   return format_number("%.1f s", s);
 }
 
-std::string summary_table(const std::vector<RunData>& runs, const RunData& base, const RunData* ddp,
+// "1.6512 ± 0.0031" as HTML, or the mean alone for one seed.
+std::string mean_pm(const MeanInterval& m, const char* fmt) {
+  std::string out = format_number(fmt, m.mean);
+  if (m.has_interval()) out += " &plusmn; " + format_number(fmt, m.half_width);
+  return out;
+}
+
+std::string seconds_pm(const MeanInterval& m) {
+  std::string out = seconds(m.mean);
+  if (m.has_interval()) out += " &plusmn; " + seconds(m.half_width);
+  return out;
+}
+
+// One row per setting: the mean over its seeds ± the 95% interval; against
+// the baseline, the paired difference over shared seeds.
+std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& base, const RunGroup* ddp,
                           double target) {
+  const GroupFigures fb = group_figures(base, target);
+  const GroupFigures* fd = nullptr;
+  GroupFigures ddp_figures;
+  if (ddp) {
+    ddp_figures = group_figures(*ddp, target);
+    fd = &ddp_figures;
+  }
   std::ostringstream o;
-  o << "<table id=\"summary\"><thead><tr><th>run</th><th>strategy</th><th>N</th><th>steps</th>"
+  o << "<table id=\"summary\"><thead><tr><th>run</th><th>seeds</th><th>strategy</th><th>N</th><th>steps</th>"
        "<th>final eval loss</th><th>perplexity</th><th>vs "
     << escape_html(base.name)
-    << "</th><th>sent per worker (MB)</th><th>sent, all workers (MB)</th><th>communication reduction vs "
+    << " (paired)</th><th>sent per worker (MB)</th><th>sent, all workers (MB)</th><th>communication reduction vs "
     << (ddp ? escape_html(ddp->name) : std::string("DDP")) << "</th><th>simulated time</th><th>time to loss "
     << format_number("%.3f", target) << "</th><th>compute utilisation</th><th>final correlation</th></tr></thead><tbody>\n";
-  for (const auto& r : runs) {
-    const double diff = r.final_val_loss - base.final_val_loss;
+  for (const auto& g : groups) {
+    const RunData& r = *g.runs.front();
+    const GroupFigures f = group_figures(g, target);
+    std::string versus = "&mdash;";
+    if (&g != &base) {
+      const MeanInterval d = paired_loss_difference(g, base);
+      if (d.n == 0)
+        versus = "no shared seed";
+      else if (!d.has_interval())
+        versus = format_number("%+.4f", d.mean) + format_number(" (%+.2f%%)", 100.0 * d.mean / fb.loss.mean);
+      else
+        versus = format_number("%+.4f", d.mean) + format_number(" &plusmn; %.4f", d.half_width) + " <span class=\"" +
+                 difference_verdict(d) + "\">" + difference_verdict(d) + "</span>";
+    }
     std::string reduction = "&mdash;";
-    if (ddp && ddp->bytes_sent_per_worker > 0) {
-      if (r.bytes_sent_per_worker <= 0)
+    if (fd && fd->bytes_per_worker.mean > 0) {
+      if (f.bytes_per_worker.mean <= 0)
         reduction = "no traffic";
       else
-        reduction = format_number("%.3g&times;", ddp->bytes_sent_per_worker / r.bytes_sent_per_worker);
+        reduction = format_number("%.3g&times;", fd->bytes_per_worker.mean / f.bytes_per_worker.mean);
     }
-    o << "<tr" << (&r == &base ? " class=\"baseline\"" : "") << "><td>" << escape_html(r.name) << "</td><td>"
-      << escape_html(r.strategy) << "</td><td>" << r.workers << "</td><td>" << r.steps << "</td><td>"
-      << format_number("%.4f", r.final_val_loss) << "</td><td>" << format_number("%.3f", std::exp(r.final_val_loss)) << "</td><td>"
-      << (&r == &base ? std::string("&mdash;")
-                      : format_number("%+.4f", diff) + format_number(" (%+.2f%%)", 100.0 * diff / base.final_val_loss))
-      << "</td><td>" << format_megabytes(r.bytes_sent_per_worker) << "</td><td>"
-      << format_megabytes(r.bytes_sent_total) << "</td><td>" << reduction << "</td><td>"
-      << seconds(r.sim_seconds) << "</td><td>" << seconds(time_to_loss(r, target)) << "</td><td>"
-      << format_number("%.1f%%", 100 * r.utilisation) << "</td><td>"
-      << (r.has_correlation && r.workers > 1 ? format_number("%.4f", r.final_correlation) : std::string("&mdash;"))
+    std::string ttt = "never";
+    if (f.reached > 0) {
+      ttt = seconds_pm(f.time_to_target);
+      if (f.reached < f.seeds) ttt += format_number(" (%.0f", double(f.reached)) + format_number(" of %.0f seeds)", double(f.seeds));
+    }
+    o << "<tr" << (&g == &base ? " class=\"baseline\"" : "") << "><td>" << escape_html(g.name) << "</td><td>"
+      << f.seeds << "</td><td>" << escape_html(r.strategy) << "</td><td>" << r.workers << "</td><td>" << r.steps
+      << "</td><td>" << mean_pm(f.loss, "%.4f") << "</td><td>" << mean_pm(f.ppl, "%.3f") << "</td><td>" << versus
+      << "</td><td>" << format_megabytes(f.bytes_per_worker.mean) << "</td><td>" << format_megabytes(f.bytes_total.mean)
+      << "</td><td>" << reduction << "</td><td>" << seconds_pm(f.sim_seconds) << "</td><td>" << ttt << "</td><td>"
+      << format_number("%.1f%%", 100 * f.utilisation.mean) << "</td><td>"
+      << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("&mdash;"))
       << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
@@ -127,17 +165,37 @@ std::string shared_config(const std::vector<RunData>& runs) {
   return o.str();
 }
 
-nlohmann::json series_json(const std::vector<RunData>& runs) {
+// Per setting, the mean of a series over its seeds at the points every seed
+// has (same x index), with the 95% band; one seed gives the series itself.
+nlohmann::json mean_series(const RunGroup& g, std::vector<double> RunData::*xs, std::vector<double> RunData::*ys) {
+  size_t n = SIZE_MAX;
+  for (const RunData* r : g.runs) n = std::min({n, (r->*xs).size(), (r->*ys).size()});
+  std::vector<double> x, mean, low, high;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<double> at_x, at_y;
+    for (const RunData* r : g.runs) {
+      at_x.push_back((r->*xs)[i]);
+      at_y.push_back((r->*ys)[i]);
+    }
+    const MeanInterval my = mean_interval(at_y);
+    x.push_back(mean_interval(at_x).mean);
+    mean.push_back(my.mean);
+    low.push_back(my.has_interval() ? my.low() : my.mean);
+    high.push_back(my.has_interval() ? my.high() : my.mean);
+  }
+  return {{"x", x}, {"y", mean}, {"low", low}, {"high", high}};
+}
+
+nlohmann::json series_json(const std::vector<RunGroup>& groups) {
   nlohmann::json all = nlohmann::json::array();
-  for (const auto& r : runs) {
-    all.push_back({{"name", r.name},
-                   {"strategy", r.strategy},
-                   {"step", r.eval_step},
-                   {"loss", r.eval_loss},
-                   {"bytes", r.eval_bytes},
-                   {"time", r.eval_time},
-                   {"corr_step", r.corr_step},
-                   {"corr", r.corr}});
+  for (const auto& g : groups) {
+    all.push_back({{"name", g.name},
+                   {"seeds", g.runs.size()},
+                   {"strategy", g.runs.front()->strategy},
+                   {"loss_steps", mean_series(g, &RunData::eval_step, &RunData::eval_loss)},
+                   {"loss_bytes", mean_series(g, &RunData::eval_bytes, &RunData::eval_loss)},
+                   {"loss_time", mean_series(g, &RunData::eval_time, &RunData::eval_loss)},
+                   {"corr_steps", mean_series(g, &RunData::corr_step, &RunData::corr)}});
   }
   return all;
 }
@@ -155,13 +213,14 @@ const char* kChartScript = R"js(
     for (let i = 0; i < xs.length; ++i) if (keep(xs[i], ys[i])) out.push({x: xs[i], y: ys[i]});
     return out;
   }
+  // Each series: {x, y (mean over seeds), low, high (95% band)}.
   const charts = [
-    {id: 'loss-steps', x: 'step', y: 'loss', xTitle: 'step', yTitle: 'eval loss', keep: () => true},
-    {id: 'loss-bytes', x: 'bytes', y: 'loss', xTitle: 'bytes sent per worker (log)', yTitle: 'eval loss',
+    {id: 'loss-steps', s: 'loss_steps', xTitle: 'step', yTitle: 'eval loss', keep: () => true},
+    {id: 'loss-bytes', s: 'loss_bytes', xTitle: 'bytes sent per worker (log)', yTitle: 'eval loss',
      log: true, keep: (x) => x > 0, omitted: 'no bytes sent'},
-    {id: 'loss-time', x: 'time', y: 'loss', xTitle: 'simulated wall-clock (s)', yTitle: 'eval loss',
+    {id: 'loss-time', s: 'loss_time', xTitle: 'simulated wall-clock (s)', yTitle: 'eval loss',
      keep: () => true},
-    {id: 'corr-steps', x: 'corr_step', y: 'corr', xTitle: 'step', yTitle: 'mean pairwise parameter correlation',
+    {id: 'corr-steps', s: 'corr_steps', xTitle: 'step', yTitle: 'mean pairwise parameter correlation',
      keep: () => true, omitted: 'one worker or not logged'},
   ];
   // Log-axis ticks at 1, 2 and 5 of each decade, as kB / MB / GB.
@@ -177,10 +236,19 @@ const char* kChartScript = R"js(
   for (const c of charts) {
     const datasets = [], left = [];
     runs.forEach((r, i) => {
-      const data = points(r[c.x], r[c.y], c.keep);
+      const s = r[c.s], color = palette[i % palette.length];
+      const data = points(s.x, s.y, c.keep);
       if (data.length === 0) { left.push(r.name); return; }
-      datasets.push({label: r.name, data, borderColor: palette[i % palette.length],
-                     backgroundColor: palette[i % palette.length], pointRadius: 2, borderWidth: 1.5, tension: 0});
+      const label = r.seeds > 1 ? r.name + ' (mean of ' + r.seeds + ' seeds, 95% band)' : r.name;
+      datasets.push({label, data, borderColor: color, backgroundColor: color, pointRadius: 2, borderWidth: 1.5,
+                     tension: 0});
+      if (r.seeds > 1) {
+        // The band: the low edge, then the high edge filled down to it.
+        const band = {borderWidth: 0, borderColor: color, pointRadius: 0, tension: 0, band: true,
+                      backgroundColor: color + '33'};
+        datasets.push(Object.assign({label: r.name + ' low', data: points(s.x, s.low, c.keep), fill: false}, band));
+        datasets.push(Object.assign({label: r.name + ' high', data: points(s.x, s.high, c.keep), fill: '-1'}, band));
+      }
     });
     const canvas = document.getElementById(c.id);
     if (left.length) {
@@ -199,7 +267,7 @@ const char* kChartScript = R"js(
         scales: {x: {type: c.log ? 'logarithmic' : 'linear', title: {display: true, text: c.xTitle},
                      ticks: c.log ? {callback: (v) => bytesLabel(v), autoSkip: true, maxRotation: 0} : {}},
                  y: {title: {display: true, text: c.yTitle}}},
-        plugins: {legend: {position: 'bottom'}},
+        plugins: {legend: {position: 'bottom', labels: {filter: (item, d) => !d.datasets[item.datasetIndex].band}}},
       },
     });
     ++drawn;
@@ -217,7 +285,7 @@ h1 { font-size: 22px; margin-bottom: 2px; } .sub { color: #555; margin-top: 0; }
 table { border-collapse: collapse; margin: 10px 0 24px; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid #e3e3e3; padding: 4px 10px; text-align: right; }
 th:first-child, td:first-child { text-align: left; } th { background: #f6f6f6; }
-tr.baseline td { font-weight: 600; } .omitted { color: #777; font-size: 12px; margin: 4px 0 0; }
+tr.baseline td { font-weight: 600; } .significant { color: #1a7f37; } .inconclusive { color: #9a6700; } .omitted { color: #777; font-size: 12px; margin: 4px 0 0; }
 pre { background: #f8f8f8; padding: 10px; font-size: 12px; max-height: 300px; overflow: auto; }
 )css";
 
@@ -225,8 +293,9 @@ pre { background: #f8f8f8; padding: 10px; font-size: 12px; max-height: 300px; ov
 
 std::string html_report(const std::vector<RunData>& runs, const ReportOptions& options) {
   if (runs.empty()) throw std::invalid_argument("a report needs at least one run folder");
-  const RunData* base = &reference_run(runs, options.baseline);
-  const RunData* ddp = base->strategy == "ddp" ? base : ddp_run(runs);
+  const std::vector<RunGroup> groups = group_by_seed(runs);
+  const RunGroup* base = &reference_group(groups, options.baseline);
+  const RunGroup* ddp = base->runs.front()->strategy == "ddp" ? base : ddp_group(groups);
   double target = options.target_loss;
   if (target <= 0)
     for (const auto& r : runs) target = std::max(target, r.final_val_loss);
@@ -235,10 +304,14 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" << escape_html(options.title)
     << "</title>\n<style>" << kStyle << "</style>\n</head><body>\n<h1>" << escape_html(options.title) << "</h1>\n";
   if (!options.subtitle.empty()) o << "<p class=\"sub\">" << escape_html(options.subtitle) << "</p>\n";
-  o << "<p class=\"sub\">" << runs.size() << " runs; final eval loss compared with <b>" << escape_html(base->name)
-    << "</b>; time to loss " << format_number("%.3f", target)
-    << " is the simulated time of the first evaluation after step 0 at or below it.</p>\n";
-  o << summary_table(runs, *base, ddp, target);
+  o << "<p class=\"sub\">" << runs.size() << " runs";
+  if (groups.size() < runs.size())
+    o << " (" << groups.size() << " settings; figures are means over seeds &plusmn; the half-width of their 95% "
+         "Student-t interval, and differences are paired over shared seeds: <i>significant</i> when the interval "
+         "excludes 0, else <i>inconclusive</i>)";
+  o << "; final eval loss compared with <b>" << escape_html(base->name) << "</b>; time to loss "
+    << format_number("%.3f", target) << " is the simulated time of the first evaluation after step 0 at or below it.</p>\n";
+  o << summary_table(groups, *base, ddp, target);
   o << "<div class=\"grid\">\n";
   const char* charts[][2] = {{"loss-steps", "Eval loss against steps"},
                              {"loss-bytes", "Eval loss against bytes sent per worker"},
@@ -253,7 +326,7 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
   o << "<p class=\"sub\">Run folders: ";
   for (size_t i = 0; i < runs.size(); ++i) o << (i ? ", " : "") << "<code>" << escape_html(runs[i].dir) << "</code>";
   o << ". Charts: Chart.js " << kChartJsVersion << " (MIT), inlined.</p>\n";
-  o << "<script type=\"application/json\" id=\"atoll-data\">" << script_safe(series_json(runs).dump())
+  o << "<script type=\"application/json\" id=\"atoll-data\">" << script_safe(series_json(groups).dump())
     << "</script>\n<script>" << kChartJsSource << "</script>\n<script>" << kChartScript
     << "</script>\n</body></html>\n";
   return o.str();

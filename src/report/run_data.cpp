@@ -65,6 +65,7 @@ RunData load_run(const std::string& dir_text) {
     const std::string kind = e.value("event", "");
     if (kind == "start") {
       run.strategy = e.value("strategy", "");
+      run.global_batch_tokens = static_cast<int64_t>(number_or(e, "global_batch_tokens", 0));
     } else if (kind == "eval") {
       run.eval_step.push_back(number_or(e, "step", 0));
       run.eval_loss.push_back(number_or(e, "val_loss", 0));

@@ -70,6 +70,10 @@ void DemoStrategy::step(int64_t, double lr) {
     m.mul_(cfg_.beta);
     // A missing gradient counts as zero: every rank must send the same layout.
     if (w.grad().defined()) m.add_(w.grad(), lr);
+    // Charged work: the encode, the decode of what was sent, the decode of
+    // the mean below (three transforms) and ~10 element-wise operations
+    // (momentum, error feedback, top-k pass, scatter, update).
+    extra_flops_ += 3 * plan.dct.transform_flops() + 10.0 * double(w.numel());
     const BlockTopK top = block_topk(plan.dct.encode(m), plan.k);
     // Round to the wire's float32 before the error feedback, so the rounding
     // error stays in m and what leaves m is exactly what the others receive.
@@ -110,6 +114,12 @@ void DemoStrategy::step(int64_t, double lr) {
     }
     if (w.grad().defined()) w.mutable_grad().zero_();
   }
+}
+
+double DemoStrategy::take_extra_flops() {
+  const double f = extra_flops_;
+  extra_flops_ = 0;
+  return f;
 }
 
 std::map<std::string, double> DemoStrategy::stats() const {

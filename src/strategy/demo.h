@@ -44,6 +44,7 @@ class DemoStrategy : public Strategy {
   // demo_payload_bytes (s above), demo_coefficients (sent per step) and
   // demo_bytes_per_param (s / P).
   std::map<std::string, double> stats() const override;
+  double take_extra_flops() override;
   // Per tensor, the part of the momentum not sent yet (shaped like the parameters).
   const std::vector<at::Tensor>& momentum() const { return momentum_; }
 
@@ -64,6 +65,7 @@ class DemoStrategy : public Strategy {
   std::vector<Plan> plans_;
   std::vector<at::Tensor> momentum_;
   at::Tensor send_;             // (s) uint8, reused every step
+  double extra_flops_ = 0;      // this step's transforms and element-wise work (take_extra_flops)
   int64_t payload_bytes_ = 0, coefficients_ = 0, total_params_ = 0;
 };
 

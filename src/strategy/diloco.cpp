@@ -113,6 +113,9 @@ std::vector<StrategyEvent> OuterSync::take_events() {
 void OuterSync::outer_step(const at::Tensor& delta_in) {
   at::Tensor delta = delta_in;
   const double mu = cfg_.outer_momentum;
+  // Pseudo-gradient, momentum, update and reset: about 8 operations per
+  // parameter (Adam: 12), charged by the modelled clock.
+  extra_flops_ += (cfg_.outer_optimizer == "adam" ? 12.0 : 8.0) * double(global_.numel());
   if (cfg_.outer_optimizer == "adam") {
     // The DiLoCo paper's outer-optimizer ablation: Adam on the pseudo-gradient
     // (beta1 = outer_momentum), with PyTorch's bias correction.

@@ -60,6 +60,12 @@ class OuterSync {
   void reset_global();
   const std::vector<at::Tensor>* global_params() const { return &global_views_; }
   void visit_state(StateVisitor& v);
+  // FLOPs of the outer steps since the last call (Strategy::take_extra_flops).
+  double take_extra_flops() {
+    const double f = extra_flops_;
+    extra_flops_ = 0;
+    return f;
+  }
 
  private:
   std::vector<at::Tensor> params_;
@@ -70,6 +76,7 @@ class OuterSync {
   at::Tensor momentum_;  // (P) outer buf (sgd) or Adam's first moment
   at::Tensor second_moment_;  // (P) Adam's second moment (adam only)
   int64_t outer_steps_ = 0;   // Adam's bias-correction step count
+  double extra_flops_ = 0;    // outer-step work not yet taken by the clock
   std::vector<at::Tensor> global_views_;
   FaultPlan faults_;
   std::vector<StrategyEvent> events_;
@@ -85,6 +92,7 @@ class DiLoCoStrategy : public Strategy {
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
   bool needs_gradient(int64_t t) const override;
   std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
+  double take_extra_flops() override { return outer_.take_extra_flops(); }
 
  private:
   std::vector<at::Tensor> params_;

@@ -36,6 +36,7 @@ class PalsgdStrategy : public Strategy {
     return !pseudo_sync(t) && !(t >= cfg_.ddp_warmup_steps && outer_.absent(t));
   }
   std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
+  double take_extra_flops() override { return outer_.take_extra_flops(); }
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }

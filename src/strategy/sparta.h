@@ -131,6 +131,7 @@ class SpartaDiLoCoStrategy : public Strategy {
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
   std::map<std::string, double> stats() const override { return sparse_.stats(); }
   std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
+  double take_extra_flops() override { return outer_.take_extra_flops(); }
 
  private:
   InnerOptimizer inner_;

@@ -89,6 +89,9 @@ void StreamingDiLoCoStrategy::perform(Fragment& f) {
   at::NoGradGuard no_grad;
   f.work.wait();
   const double mu = outer_.outer_momentum, alpha = cfg_.alpha;
+  // Pseudo-gradient, momentum, update and the alpha merge: about 10
+  // operations per parameter of the fragment (the modelled clock's charge).
+  extra_flops_ += 10.0 * double(f.delta.numel());
   int64_t offset = 0;
   for (size_t k : f.members) {
     const at::Tensor delta = f.delta.narrow(0, offset, global_[k].numel()).view_as(global_[k]);

@@ -49,6 +49,11 @@ class StreamingDiLoCoStrategy : public Strategy {
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return &global_; }
   std::map<std::string, double> stats() const override;
+  double take_extra_flops() override {
+    const double f = extra_flops_;
+    extra_flops_ = 0;
+    return f;
+  }
 
  private:
   struct Fragment {
@@ -70,6 +75,7 @@ class StreamingDiLoCoStrategy : public Strategy {
   std::vector<at::Tensor> global_;    // theta_g per parameter
   std::vector<at::Tensor> momentum_;  // buf per parameter
   std::vector<Fragment> fragments_;
+  double extra_flops_ = 0;            // outer-step work not yet taken by the clock
 };
 
 }  // namespace atl

@@ -12,6 +12,7 @@
 #include "atoll/model.h"
 #include "atoll/net.h"
 #include "atoll/strategy.h"
+#include "net/devices.h"
 #include "train/checkpoint.h"
 #include "train/data_source.h"
 #include "train/observer.h"
@@ -56,7 +57,10 @@ class Driver {
       slot.comm = &cluster.comm(r);
       slots_.push_back(std::move(slot));
     }
-    modelled_step_ = flops_per_step(cfg, *slots_[0].model);
+    if (cfg.network.compute_time == "flops") {
+      modelled_rate_ = device_peak_flops(cfg.network) * cfg.network.mfu;
+      modelled_step_ = flops_per_step(cfg, *slots_[0].model) / modelled_rate_;
+    }
     trajectory_ = trajectory_config(cfg);
     if (resuming() && cluster.is_leader()) {
       const CheckpointRecords records = store_.read(plan.resume_step, "driver");
@@ -88,10 +92,10 @@ class Driver {
   }
 
  private:
-  // Modelled compute seconds of one step (network.compute_time = flops).
+  // Training FLOPs of one step (forward and backward of one batch).
   static double flops_per_step(const Config& cfg, Model& model) {
     const double tokens = double(cfg.train.batch_size * model.tokens_per_example());
-    return model.flops_per_token() * tokens / (cfg.network.device_flops * cfg.network.mfu);
+    return model.flops_per_token() * tokens;
   }
 
   void guarded_worker(WorkerSlot& slot) {
@@ -147,6 +151,7 @@ class Driver {
       if (!strategy->needs_gradient(t)) {
         // No batch drawn, no compute charged: only the strategy's own update.
         strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
+        charge_extra(slot, *strategy, t, flops_mode);
         slot.compute_wall += wall_compute(wall0, comm0);
         if (observe_at(t + 1)) break;
         continue;
@@ -164,7 +169,12 @@ class Driver {
       const double speed = speed_at(slot, t);
       slot.clock.advance_compute(speed * (flops_mode ? modelled_step_ : t1 - t0));
       strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
-      if (!flops_mode) slot.clock.advance_compute(speed * std::max(0.0, now() - t1));
+      if (flops_mode) {
+        charge_extra(slot, *strategy, t, flops_mode);
+      } else {
+        strategy->take_extra_flops();  // measured: the wall time below covers it
+        slot.clock.advance_compute(speed * std::max(0.0, now() - t1));
+      }
       slot.compute_wall += wall_compute(wall0, comm0);
       const double l = loss.item<double>();
       if (!std::isfinite(l))
@@ -178,15 +188,22 @@ class Driver {
     slot.stream = nullptr;
   }
 
+  // The modelled clock charges the method's own work of step t (its FLOPs
+  // at the device's rate, times the worker's speed factor).
+  void charge_extra(WorkerSlot& slot, Strategy& strategy, int64_t t, bool flops_mode) {
+    const double flops = strategy.take_extra_flops();
+    if (flops_mode && flops > 0) slot.clock.advance_compute(speed_at(slot, t, false) * flops / modelled_rate_);
+  }
+
   // Worker w's compute-time factor at step t: network.speed_factors, then
   // the faults.speed_schedule changes up to t (each logged when it happens).
-  double speed_at(WorkerSlot& slot, int64_t t) {
+  double speed_at(WorkerSlot& slot, int64_t t, bool log_change = true) {
     double factor = speed_[slot.rank];
     for (const auto& change : speed_changes_) {
       if (change.step > t) break;
       if (change.worker != slot.rank) continue;
       factor = change.factor;
-      if (change.step == t)
+      if (change.step == t && log_change)
         slot.events.push_back(
             fault_event_line(t, slot.rank, "speed", "compute-time factor " + std::to_string(factor)));
     }
@@ -302,7 +319,8 @@ class Driver {
   int64_t threads_ = 1;
   ComputeSlots compute_slots_;
   std::vector<WorkerSlot> slots_;
-  double modelled_step_ = 0;
+  double modelled_rate_ = 0;  // flops mode: device FLOP/s x MFU
+  double modelled_step_ = 0;  // flops mode: seconds of one step's forward and backward
   std::vector<double> speed_;
   std::vector<SpeedChange> speed_changes_;
   int64_t stopped_at_ = -1;  // set by the observation when the run stops early

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "net/devices.h"
 #include "train/correlation.h"
 #include "util/format.h"
 #include "util/wall_time.h"
@@ -223,6 +224,7 @@ void Observer::write_start_event(int64_t threads_per_worker) {
                       {"vocab_size", data_.vocab_size()},
                       {"threads_per_worker", threads_per_worker},
                       {"compute_time", cfg_.network.compute_time},
+                      {"clock", describe_compute_clock(cfg_.network, flops_per_token_ * double(tokens_per_step_))},
                       {"mode", real_ ? "real" : "simulated"}};
   log_.write(e);
   log_.write(e);

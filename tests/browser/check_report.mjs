@@ -63,7 +63,7 @@ try {
           const others = chart.data.datasets.flatMap((_, j) => (j === i ? [] : chart.getDatasetMeta(j).data));
           const covered = meta.data.length > 0 &&
                           meta.data.every((e) => others.some((o) => Math.abs(o.x - e.x) < 3 && Math.abs(o.y - e.y) < 3));
-          return { label: d.label, points: d.data.length, inside, ink: ink[i], covered };
+          return { label: d.label, points: d.data.length, inside, ink: ink[i], covered, band: !!d.band };
         }),
       };
     });
@@ -80,10 +80,15 @@ try {
       if (d.points === 0 || d.inside !== d.points)
         failures.push(`${c.id}: series ${d.label} placed ${d.inside} of ${d.points} points inside the plot`);
       // A series with no ink at all did not draw, unless another series' points cover all of its own.
-      if (d.ink === 0 && !d.covered) failures.push(`${c.id}: series ${d.label} left no pixels of its colour`);
+      // A seed band's edges are drawn without a line (only the fill between them).
+      if (!d.band && d.ink === 0 && !d.covered) failures.push(`${c.id}: series ${d.label} left no pixels of its colour`);
     }
   }
   if (report.rows === 0) failures.push('the summary table has no rows');
+  // The check's sweep runs every setting with two seeds: each mean curve has its band.
+  const lossSteps = report.charts.find((c) => c.id === 'loss-steps');
+  if (lossSteps && !lossSteps.datasets.some((d) => d.band))
+    failures.push('loss-steps: no 95% band drawn for the seeded runs');
   await page.screenshot({ path: shot, fullPage: true });
   for (const c of report.charts)
     console.log(`${c.id}: ` + c.datasets.map((d) => `${d.label} ${d.inside}/${d.points} points, ${d.ink} px`).join('; '));

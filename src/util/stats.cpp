@@ -1,0 +1,74 @@
+#include "util/stats.h"
+
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+namespace atl {
+
+double student_t_quantile(double confidence, double df) {
+  if (!(confidence > 0 && confidence < 1)) throw std::invalid_argument("confidence must be in (0, 1)");
+  if (!(df >= 1)) throw std::invalid_argument("Student t needs df >= 1");
+  const boost::math::students_t dist(df);
+  return boost::math::quantile(boost::math::complement(dist, (1 - confidence) / 2));
+}
+
+bool MeanInterval::has_interval() const { return std::isfinite(half_width); }
+
+MeanInterval mean_interval(const std::vector<double>& values, double confidence) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  MeanInterval m;
+  m.n = static_cast<int>(values.size());
+  m.half_width = nan;
+  m.sd = nan;
+  if (values.empty()) {
+    m.mean = nan;
+    return m;
+  }
+  double sum = 0;
+  bool finite = true;
+  for (double v : values) {
+    sum += v;
+    finite = finite && std::isfinite(v);
+  }
+  m.mean = sum / m.n;
+  if (!finite || m.n < 2) return m;
+  double squares = 0;
+  for (double v : values) squares += (v - m.mean) * (v - m.mean);
+  m.sd = std::sqrt(squares / (m.n - 1));
+  m.half_width = student_t_quantile(confidence, m.n - 1) * m.sd / std::sqrt(double(m.n));
+  return m;
+}
+
+Sign interval_sign(const std::vector<double>& differences, double confidence) {
+  const MeanInterval m = mean_interval(differences, confidence);
+  if (m.has_interval()) {
+    if (m.high() < 0) return Sign::Below;
+    if (m.low() > 0) return Sign::Above;
+    return Sign::Straddles;
+  }
+  // No interval. A run that never reached a target gives an infinite
+  // difference: when every seed's difference is infinite with one sign (one
+  // side reached it and the other never did, in every seed, >= 2 seeds)
+  // the claim is decided by an unbounded margin; anything else is Unknown.
+  if (differences.size() < 2) return Sign::Unknown;
+  bool all_below = true, all_above = true;
+  for (double d : differences) {
+    all_below = all_below && std::isinf(d) && d < 0;
+    all_above = all_above && std::isinf(d) && d > 0;
+  }
+  return all_below ? Sign::Below : all_above ? Sign::Above : Sign::Unknown;
+}
+
+std::string format_mean_interval(const MeanInterval& m, int digits) {
+  char buf[96];
+  if (m.has_interval())
+    std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, m.mean, digits, m.half_width);
+  else
+    std::snprintf(buf, sizeof buf, "%.*f", digits, m.mean);
+  return buf;
+}
+
+}  // namespace atl
