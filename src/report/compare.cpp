@@ -50,6 +50,14 @@ std::string final_correlation(const nlohmann::json& summary) {
   return format_number("%.4f", end["final_correlation"].get<double>());
 }
 
+// A figure of the end event ("-" when absent, null, or for older runs).
+std::string end_figure(const nlohmann::json& summary, const char* key, const char* format) {
+  if (!summary.contains("end")) return "-";
+  const auto& end = summary["end"];
+  if (!end.contains(key) || !end[key].is_number()) return "-";
+  return format_number(format, end[key].get<double>());
+}
+
 }  // namespace
 
 std::string format_megabytes(double bytes) {
@@ -62,8 +70,8 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
   if (run_dirs.empty()) throw std::invalid_argument("compare needs at least one run folder");
   std::ostringstream o;
   o << "| run | strategy | N | steps | global batch tokens | final val loss | vs first | sent/worker (MB) | "
-       "bytes vs first | sim time (s) | utilisation | correlation |\n";
-  o << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "bytes vs first | sim time (s) | utilisation | correlation | update correlation | disagreement |\n";
+  o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   double base_loss = 0, base_bytes = 0;
   for (size_t i = 0; i < run_dirs.size(); ++i) {
     const std::filesystem::path dir(run_dirs[i]);
@@ -81,7 +89,9 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
       << format_number("%.2f", bytes / 1e6) << " | "
       << bytes_ratio(bytes, base_bytes)
       << " | " << format_number("%.1f", s.value("sim_time_s", 0.0)) << " | "
-      << format_number("%.1f%%", 100.0 * s.value("compute_utilisation", 1.0)) << " | " << final_correlation(s) << " |\n";
+      << format_number("%.1f%%", 100.0 * s.value("compute_utilisation", 1.0)) << " | " << final_correlation(s) << " | "
+      << end_figure(s, "final_update_correlation", "%.4f") << " | " << end_figure(s, "final_disagreement", "%.4g")
+      << " |\n";
   }
   return o.str();
 }

@@ -57,7 +57,11 @@ std::string summary_table(const std::vector<RunData>& runs, const RunData& base,
     << escape_html(base.name)
     << "</th><th>sent per worker (MB)</th><th>sent, all workers (MB)</th><th>communication reduction vs "
     << (ddp ? escape_html(ddp->name) : std::string("DDP")) << "</th><th>simulated time</th><th>time to loss "
-    << format_number("%.3f", target) << "</th><th>compute utilisation</th><th>final correlation</th></tr></thead><tbody>\n";
+    << format_number("%.3f", target) << "</th><th>compute utilisation</th><th>final correlation</th>"
+       "<th>update correlation</th><th>disagreement</th></tr></thead><tbody>\n";
+  auto figure = [](double v, const char* format) {
+    return std::isfinite(v) ? format_number(format, v) : std::string("&mdash;");
+  };
   for (const auto& r : runs) {
     const double diff = r.final_val_loss - base.final_val_loss;
     std::string reduction = "&mdash;";
@@ -77,7 +81,8 @@ std::string summary_table(const std::vector<RunData>& runs, const RunData& base,
       << seconds(r.sim_seconds) << "</td><td>" << seconds(time_to_loss(r, target)) << "</td><td>"
       << format_number("%.1f%%", 100 * r.utilisation) << "</td><td>"
       << (r.has_correlation && r.workers > 1 ? format_number("%.4f", r.final_correlation) : std::string("&mdash;"))
-      << "</td></tr>\n";
+      << "</td><td>" << figure(r.final_update_correlation, "%.4f") << "</td><td>"
+      << figure(r.final_disagreement, "%.4g") << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
   return o.str();
@@ -127,6 +132,13 @@ std::string shared_config(const std::vector<RunData>& runs) {
   return o.str();
 }
 
+// Undefined points (NaN) as null: JSON has no NaN, and the charts skip them.
+nlohmann::json finite_or_null(const std::vector<double>& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double v : values) out.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+  return out;
+}
+
 nlohmann::json series_json(const std::vector<RunData>& runs) {
   nlohmann::json all = nlohmann::json::array();
   for (const auto& r : runs) {
@@ -137,12 +149,14 @@ nlohmann::json series_json(const std::vector<RunData>& runs) {
                    {"bytes", r.eval_bytes},
                    {"time", r.eval_time},
                    {"corr_step", r.corr_step},
-                   {"corr", r.corr}});
+                   {"corr", r.corr},
+                   {"update_corr", finite_or_null(r.update_corr)},
+                   {"disagreement", finite_or_null(r.disagreement)}});
   }
   return all;
 }
 
-// Draws the four charts from #atoll-data. Series without points on a chart
+// Draws the six charts from #atoll-data. Series without points on a chart
 // (no traffic on the log bytes axis, one worker for correlation) are left
 // out and listed under it. Sets body[data-charts] to the number drawn.
 const char* kChartScript = R"js(
@@ -163,6 +177,11 @@ const char* kChartScript = R"js(
      keep: () => true},
     {id: 'corr-steps', x: 'corr_step', y: 'corr', xTitle: 'step', yTitle: 'mean pairwise parameter correlation',
      keep: () => true, omitted: 'one worker or not logged'},
+    {id: 'update-corr-steps', x: 'corr_step', y: 'update_corr', xTitle: 'step',
+     yTitle: 'mean pairwise correlation of updates', keep: (x, y) => Number.isFinite(y),
+     omitted: 'one worker or not logged'},
+    {id: 'disagreement-steps', x: 'corr_step', y: 'disagreement', xTitle: 'step',
+     yTitle: 'relative disagreement', keep: (x, y) => Number.isFinite(y), omitted: 'one worker or not logged'},
   ];
   // Log-axis ticks at 1, 2 and 5 of each decade, as kB / MB / GB.
   function bytesLabel(v) {
@@ -177,7 +196,7 @@ const char* kChartScript = R"js(
   for (const c of charts) {
     const datasets = [], left = [];
     runs.forEach((r, i) => {
-      const data = points(r[c.x], r[c.y], c.keep);
+      const data = points(r[c.x], r[c.y] || [], c.keep);
       if (data.length === 0) { left.push(r.name); return; }
       datasets.push({label: r.name, data, borderColor: palette[i % palette.length],
                      backgroundColor: palette[i % palette.length], pointRadius: 2, borderWidth: 1.5, tension: 0});
@@ -243,7 +262,9 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
   const char* charts[][2] = {{"loss-steps", "Eval loss against steps"},
                              {"loss-bytes", "Eval loss against bytes sent per worker"},
                              {"loss-time", "Eval loss against simulated wall-clock"},
-                             {"corr-steps", "Parameter correlation between workers"}};
+                             {"corr-steps", "Parameter correlation between workers"},
+                             {"update-corr-steps", "Correlation of the workers' updates since the start"},
+                             {"disagreement-steps", "Relative disagreement: ‖θ_i − θ̄‖ / ‖θ̄ − θ_0‖"}};
   for (const auto& c : charts)
     o << "<div class=\"chart\"><h2>" << c[1] << "</h2><div class=\"box\"><canvas id=\"" << c[0]
       << "\"></canvas></div></div>\n";
