@@ -135,6 +135,9 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
     char line[400];
     std::string corr = p.correlation >= -1 ? " | corr " + std::to_string(p.correlation).substr(0, 6) : "";
     // Agreement of the updates (ALGORITHMS.md 9): the figure that falls when workers drift apart.
+    // An evaluation's line also shows its standard error.
+    std::string val = p.val_loss >= 0 ? std::to_string(p.val_loss).substr(0, 6) : "-";
+    if (p.is_eval && std::isfinite(p.val_loss_se)) val += " ±" + number_text("%.4f", p.val_loss_se);
     if (p.correlation >= -1)
       corr += " | upd corr " + number_text("%.3f", p.update_correlation) + " | disagree " +
               number_text("%.3g", p.disagreement);
@@ -142,7 +145,7 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
                   "step %lld/%lld | loss %s | val %s | %.0f tok/s | sim %s | sent/worker %s%s | %s elapsed, ETA %s",
                   (long long)p.step, (long long)p.total_steps,
                   p.step > 0 ? (std::to_string(p.loss).substr(0, 6)).c_str() : "-",
-                  p.val_loss >= 0 ? (std::to_string(p.val_loss).substr(0, 6)).c_str() : "-", p.tokens_per_s,
+                  val.c_str(), p.tokens_per_s,
                   format_duration(p.sim_time_s).c_str(), format_bytes(p.bytes_sent_per_worker).c_str(),
                   corr.c_str(), format_duration(p.elapsed_s).c_str(), format_duration(p.eta_s).c_str());
     if (live) {
@@ -284,7 +287,10 @@ void print_done(const atl::RunSummary& s) {
              : std::to_string(s.final_eval_examples) + " windows, " + std::to_string(s.final_eval_tokens) + " tokens";
   std::printf("evaluation: final on %s (%s), standard error %s; took %s = %.1f%% of the run's wall time "
               "(all evaluations and agreement measurements: %.1f%%)\n",
-              s.final_eval == "full" ? "the whole validation split" : "the fixed sample", covered.c_str(),
+              s.final_eval != "full" ? "the fixed sample"
+              : images               ? "the whole test split"
+                                     : "the whole validation split",
+              covered.c_str(),
               number_text("%.4f", s.final_val_loss_se).c_str(), format_duration(s.final_eval_wall_seconds).c_str(),
               s.wall_seconds > 0 ? 100 * s.final_eval_wall_seconds / s.wall_seconds : 0.0,
               s.wall_seconds > 0 ? 100 * std::min(1.0, s.eval_wall_seconds / s.wall_seconds) : 0.0);
