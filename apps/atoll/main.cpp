@@ -134,10 +134,10 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
   hooks.progress = [live, plain_every, last_plain = int64_t(-1)](const atl::ProgressInfo& p) mutable {
     char line[400];
     std::string corr = p.correlation >= -1 ? " | corr " + std::to_string(p.correlation).substr(0, 6) : "";
-    // Agreement of the updates (ALGORITHMS.md 9): the figure that falls when workers drift apart.
     // An evaluation's line also shows its standard error.
     std::string val = p.val_loss >= 0 ? std::to_string(p.val_loss).substr(0, 6) : "-";
     if (p.is_eval && std::isfinite(p.val_loss_se)) val += " ±" + number_text("%.4f", p.val_loss_se);
+    // Agreement of the updates (ALGORITHMS.md 9): the figures that move when workers drift apart.
     if (p.correlation >= -1)
       corr += " | upd corr " + number_text("%.3f", p.update_correlation) + " | disagree " +
               number_text("%.3g", p.disagreement);
