@@ -58,6 +58,16 @@ TEST(RunData, ReadsTheSeriesAndFiguresOfAFinishedRun) {
   EXPECT_DOUBLE_EQ(d.bytes_sent_total, 2 * d.bytes_sent_per_worker);  // both workers send the same
   EXPECT_EQ(d.corr_step, (std::vector<double>{2, 4, 6, 8}));
   EXPECT_TRUE(d.has_correlation);
+  // Worker agreement at the same steps and at the end.
+  EXPECT_EQ(d.update_corr.size(), 4u);
+  EXPECT_EQ(d.disagreement.size(), 4u);
+  EXPECT_EQ(d.final_update_correlation, d.update_corr.back());
+  EXPECT_EQ(d.final_disagreement, d.disagreement.back());
+  // DiLoCo (H = 4): apart between syncs, one model right after them.
+  EXPECT_GT(d.disagreement[0], 0);
+  EXPECT_EQ(d.disagreement[1], 0);
+  EXPECT_EQ(d.final_disagreement, 0);
+  EXPECT_GT(d.final_val_loss_se, 0);
   EXPECT_EQ(d.config.at("strategy.name"), "\"diloco\"");
   EXPECT_EQ(d.config.count("run.name"), 0u);  // bookkeeping keys are left out
   EXPECT_EQ(d.config.at("optim.lr"), "0.001");
@@ -89,13 +99,14 @@ TEST(RunData, AFolderThatIsNotAFinishedRunIsNamedInTheError) {
   }
 }
 
-TEST(HtmlReport, HasTheTableFourChartsTheDifferingKeysAndInlinedChartJs) {
+TEST(HtmlReport, HasTheTableSixChartsTheDifferingKeysAndInlinedChartJs) {
   const RunData ddp = load_run(runs().ddp), diloco = load_run(runs().diloco);
   ReportOptions o;
   o.title = "tiny & small";
   const std::string html = html_report({diloco, ddp}, o);
   EXPECT_NE(html.find("<title>tiny &amp; small</title>"), std::string::npos);
-  for (const char* id : {"loss-steps", "loss-bytes", "loss-time", "corr-steps"})
+  for (const char* id :
+       {"loss-steps", "loss-bytes", "loss-time", "corr-steps", "update-corr-steps", "disagreement-steps"})
     EXPECT_NE(html.find(std::string("<canvas id=\"") + id + "\">"), std::string::npos) << id;
   // Works offline: the library is in the page, nothing is fetched.
   EXPECT_NE(html.find("Chart.js v4"), std::string::npos);
@@ -112,6 +123,15 @@ TEST(HtmlReport, HasTheTableFourChartsTheDifferingKeysAndInlinedChartJs) {
   const auto diff_table = html.substr(html.find("id=\"config-diff\""));
   EXPECT_NE(diff_table.find("<code>strategy.name</code>"), std::string::npos);
   EXPECT_EQ(diff_table.substr(0, diff_table.find("</table>")).find("optim.lr"), std::string::npos);
+}
+
+TEST(CompareTable, HasTheWorkersAgreementColumns) {
+  const std::string table = compare_runs({runs().ddp, runs().diloco});
+  EXPECT_NE(table.find("| correlation | update correlation | disagreement |\n"), std::string::npos) << table;
+  const RunData ddp = load_run(runs().ddp);
+  char figures[64];
+  std::snprintf(figures, sizeof figures, "| %.4f | %.4g |\n", ddp.final_update_correlation, ddp.final_disagreement);
+  EXPECT_NE(table.find(figures), std::string::npos) << figures << "\n" << table;
 }
 
 TEST(HtmlReport, AnExplicitBaselineAndTargetLossAreUsed) {

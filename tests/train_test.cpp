@@ -252,6 +252,9 @@ TEST(Train, GoldenTwentyStepTrajectoriesPerStrategyAreUnchanged) {
     cfg.streaming.fragment_blocks = 1;  // one block: one fragment
     cfg.train.log_every = 1;
     cfg.train.eval_every = 5;
+    // The goldens were recorded with the final evaluation on the fixed
+    // sample, like the others; the full-split one is tested in evaluation_test.
+    cfg.train.final_eval = "sample";
     nlohmann::json got = nlohmann::json::array();
     for (const auto& line : simulate(cfg).events) {
       auto e = nlohmann::json::parse(line);

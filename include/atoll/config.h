@@ -74,6 +74,11 @@ struct TrainConfig {
   int64_t batch_size = 32;        // sequences (or images) per worker per step
   int64_t eval_every = 250;       // 0 = only at the end
   int64_t eval_batches = 20;      // fixed validation batches per evaluation
+  // The evaluation at the end: "full" = every non-overlapping block_size
+  // window of the validation split (the whole test split for MNIST), in
+  // fixed order; "sample" = the same eval_batches batches as the others.
+  std::string final_eval = "full";
+  int64_t eval_batch_size = 256;  // sequences (images) per batch of the full evaluation
   int64_t log_every = 10;         // metrics line every this many steps
 };
 

@@ -19,6 +19,11 @@ class Model : public torch::nn::Module {
   // x: (B, T) int64 tokens or (B, 1, 28, 28) images; y: (B, T) or (B) int64.
   // Returns the mean cross-entropy as a 0-dim tensor.
   virtual at::Tensor loss(const at::Tensor& x, const at::Tensor& y) = 0;
+  // The same cross-entropy per example, for evaluation and its standard
+  // error: (B) float, the mean over a sequence's T tokens for GPT, the
+  // image's loss for MNIST models. Its mean over a batch equals loss()
+  // (up to float rounding) because every example has the same length.
+  virtual at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) = 0;
   // Training FLOPs (forward + backward) per token (per image for MNIST
   // models): 6 * params plus, for GPT, the attention term 12 * L * T * C.
   virtual double flops_per_token() const = 0;

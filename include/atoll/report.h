@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,11 +31,20 @@ struct RunData {
   double bytes_sent_total = 0;   // all workers (the ledger's per-worker sums)
   double final_correlation = 1;  // 1 for one worker or when never logged
   bool has_correlation = false;
+  // Worker agreement at the end (ALGORITHMS.md 9); NaN for one worker, runs
+  // made before it was logged, or when undefined.
+  double final_update_correlation = std::numeric_limits<double>::quiet_NaN();
+  double final_disagreement = std::numeric_limits<double>::quiet_NaN();
+  // Standard error of final_val_loss over evaluated examples; NaN if not recorded.
+  double final_val_loss_se = std::numeric_limits<double>::quiet_NaN();
   double wall_seconds = 0;
   // Evaluations, in order: step, validation loss, bytes sent per worker and
   // simulated seconds at that evaluation.
   std::vector<double> eval_step, eval_loss, eval_bytes, eval_time;
   std::vector<double> corr_step, corr;  // mean pairwise parameter correlation
+  // At the same steps: update correlation and relative disagreement (NaN
+  // where undefined, e.g. before the workers moved).
+  std::vector<double> update_corr, disagreement;
   std::map<std::string, std::string> config;  // "section.key" -> TOML value, run.* bookkeeping left out
 };
 
@@ -62,6 +72,7 @@ struct ReportOptions {
 
 // One self-contained HTML page (Chart.js inlined, no network needed): eval
 // loss against steps, bytes sent (log axis) and simulated time; correlation
+// against steps; the workers' update correlation and relative disagreement
 // against steps; a summary table; the config keys that differ between runs.
 std::string html_report(const std::vector<RunData>& runs, const ReportOptions& options);
 

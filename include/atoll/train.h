@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ struct ProgressInfo {
   double sim_time_s = 0;       // simulated wall-clock of the slowest worker
   double bytes_sent_per_worker = 0;
   double correlation = -2;     // latest mean pairwise parameter correlation (< -1: none yet)
+  // Latest worker agreement (ALGORITHMS.md 9): correlation of the updates
+  // from the initial model and relative disagreement; NaN: none (yet).
+  double update_correlation = std::numeric_limits<double>::quiet_NaN();
+  double disagreement = std::numeric_limits<double>::quiet_NaN();
+  double val_loss_se = std::numeric_limits<double>::quiet_NaN();  // of the evaluation this report follows
   bool is_eval = false;        // this report follows an evaluation
 };
 
@@ -41,6 +47,16 @@ struct RunSummary {
   int64_t params = 0;
   double final_train_loss = 0;     // mean over workers, last log window
   double final_val_loss = 0;       // evaluation at the end
+  // Its standard error over examples (windows or images); NaN if unknown.
+  double final_val_loss_se = std::numeric_limits<double>::quiet_NaN();
+  std::string final_eval;          // "full" (whole validation split) | "sample" (train.final_eval)
+  int64_t final_eval_examples = 0; // windows (images) the final evaluation covered
+  int64_t final_eval_tokens = 0;   // tokens (images) it covered
+  double final_eval_wall_seconds = 0;  // wall time of the final evaluation
+  double eval_wall_seconds = 0;    // every evaluation and agreement measurement of the run
+  // Worker agreement at the last step (NaN: one worker, not measured, or undefined).
+  double final_update_correlation = std::numeric_limits<double>::quiet_NaN();
+  double final_disagreement = std::numeric_limits<double>::quiet_NaN();
   double wall_seconds = 0;
   double tokens_per_s = 0;         // all workers
   double model_flops_per_s = 0;    // tokens_per_s * flops per token

@@ -24,6 +24,7 @@ double simulated_seconds(const Context& ctx, const std::string& strategy, int64_
   cfg.train.steps = steps;
   cfg.train.eval_every = 0;
   cfg.train.eval_batches = 1;
+  cfg.train.final_eval = "sample";  // the figure is training's cost, not the full evaluation's
   cfg.strategy.correlation_every = 0;
   cfg.run.progress = false;
   cfg.run.threads = threads;

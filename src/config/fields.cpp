@@ -120,6 +120,11 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("train.batch_size", c.train.batch_size, "sequences (images) per worker per step"),
       field("train.eval_every", c.train.eval_every, "evaluate every this many steps (0 = end only)"),
       field("train.eval_batches", c.train.eval_batches, "fixed validation batches per evaluation"),
+      field("train.final_eval", c.train.final_eval,
+            "full | sample: the final evaluation covers the whole validation split (full) or the "
+            "eval_batches sample"),
+      field("train.eval_batch_size", c.train.eval_batch_size,
+            "sequences (images) per batch of the full evaluation; memory grows with it"),
       field("train.log_every", c.train.log_every, "write a metrics line every this many steps"),
 
       field("strategy.name", c.strategy.name, strategy_choices()),

@@ -60,6 +60,8 @@ void validate_training(const Config& c, std::vector<std::string>& e) {
   p.need(c.train.batch_size >= 1, "train.batch_size must be >= 1");
   p.need(c.train.eval_every >= 0, "train.eval_every must be >= 0 (0 = only at the end)");
   p.need(c.train.eval_batches >= 1, "train.eval_batches must be >= 1");
+  p.enum_check("train.final_eval", c.train.final_eval, {"full", "sample"});
+  p.need(c.train.eval_batch_size >= 1, "train.eval_batch_size must be >= 1");
   p.need(c.train.log_every >= 1, "train.log_every must be >= 1");
 }
 

@@ -1,5 +1,6 @@
 // nanoGPT-style decoder-only transformer.
 #include <ATen/ATen.h>
+#include <ATen/core/Reduction.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/linear.h>
 
@@ -102,16 +103,14 @@ class GPT : public Model {
   }
 
   at::Tensor loss(const at::Tensor& x, const at::Tensor& y) override {
-    const int64_t T = x.size(1);
-    TORCH_CHECK(T <= cfg_.block_size, "sequence length ", T, " exceeds block_size ", cfg_.block_size);
-    at::Tensor pos = at::arange(T, at::kLong);
-    at::Tensor h = at::embedding(wte, x) + at::embedding(wpe, pos);  // (B, T, C)
-    if (cfg_.dropout > 0) h = at::dropout(h, cfg_.dropout, is_training());
-    at::Tensor mask = mask_.narrow(0, 0, T).narrow(1, 0, T);
-    for (auto& b : blocks) h = b->forward(h, mask);
-    h = ln_f->forward(h);
-    at::Tensor logits = at::linear(h, wte);  // head tied to the token embedding: (B, T, V)
-    return at::cross_entropy_loss(logits.view({-1, vocab_}), y.reshape({-1}));
+    return at::cross_entropy_loss(logits(x).view({-1, vocab_}), y.reshape({-1}));
+  }
+
+  at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) override {
+    const int64_t B = x.size(0), T = x.size(1);
+    at::Tensor per_token = at::cross_entropy_loss(logits(x).view({-1, vocab_}), y.reshape({-1}),
+                                                  /*weight=*/{}, at::Reduction::None);  // (B * T)
+    return per_token.view({B, T}).mean(1);  // (B)
   }
 
   double flops_per_token() const override {
@@ -125,6 +124,19 @@ class GPT : public Model {
   LayerNorm ln_f{nullptr};
 
  private:
+  // x: (B, T) int64 tokens -> (B, T, V) logits.
+  at::Tensor logits(const at::Tensor& x) {
+    const int64_t T = x.size(1);
+    TORCH_CHECK(T <= cfg_.block_size, "sequence length ", T, " exceeds block_size ", cfg_.block_size);
+    at::Tensor pos = at::arange(T, at::kLong);
+    at::Tensor h = at::embedding(wte, x) + at::embedding(wpe, pos);  // (B, T, C)
+    if (cfg_.dropout > 0) h = at::dropout(h, cfg_.dropout, is_training());
+    at::Tensor mask = mask_.narrow(0, 0, T).narrow(1, 0, T);
+    for (auto& b : blocks) h = b->forward(h, mask);
+    h = ln_f->forward(h);
+    return at::linear(h, wte);  // head tied to the token embedding: (B, T, V)
+  }
+
   ModelConfig cfg_;
   int64_t vocab_;
   at::Tensor mask_;  // (T, T) bool, true where attention is forbidden

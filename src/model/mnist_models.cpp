@@ -1,5 +1,6 @@
 // Small MNIST models: a two-hidden-layer MLP and a LeNet-like CNN.
 #include <ATen/ATen.h>
+#include <ATen/core/Reduction.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
@@ -31,10 +32,17 @@ class Mlp : public Model {
     for (auto* l : {&fc1, &fc2, &fc3}) init_uniform((*l)->weight, (*l)->bias, (*l)->weight.size(1), gen);
   }
   at::Tensor loss(const at::Tensor& x, const at::Tensor& y) override {
+    return at::cross_entropy_loss(logits(x), y);
+  }
+  at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) override {
+    return at::cross_entropy_loss(logits(x), y, /*weight=*/{}, at::Reduction::None);  // (B)
+  }
+  // x: (B, 1, 28, 28) -> (B, 10) logits.
+  at::Tensor logits(const at::Tensor& x) {
     at::Tensor h = x.reshape({x.size(0), 784});  // (B, 784)
     h = at::relu(fc1->forward(h));
     h = at::relu(fc2->forward(h));
-    return at::cross_entropy_loss(fc3->forward(h), y);
+    return fc3->forward(h);
   }
   double flops_per_token() const override { return 6.0 * double(num_params()); }
   int64_t tokens_per_example() const override { return 1; }
@@ -54,9 +62,16 @@ class Cnn : public Model {
     init_uniform(fc->weight, fc->bias, 32 * 16, gen);
   }
   at::Tensor loss(const at::Tensor& x, const at::Tensor& y) override {
+    return at::cross_entropy_loss(logits(x), y);
+  }
+  at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) override {
+    return at::cross_entropy_loss(logits(x), y, /*weight=*/{}, at::Reduction::None);  // (B)
+  }
+  // x: (B, 1, 28, 28) -> (B, 10) logits.
+  at::Tensor logits(const at::Tensor& x) {
     at::Tensor h = at::max_pool2d(at::relu(conv1->forward(x)), {2, 2});  // (B, 16, 12, 12)
     h = at::max_pool2d(at::relu(conv2->forward(h)), {2, 2});             // (B, 32, 4, 4)
-    return at::cross_entropy_loss(fc->forward(h.flatten(1)), y);
+    return fc->forward(h.flatten(1));
   }
   // Convolutions reuse weights across positions: count MACs, not parameters.
   double flops_per_token() const override {

@@ -32,6 +32,12 @@ std::string versus(const RunGroup& g, const RunGroup& base, const GroupFigures& 
   return format_number("%+.4f", d.mean) + format_number(" ± %.4f", d.half_width) + " (" + difference_verdict(d) + ")";
 }
 
+// Agreement figures are undefined (NaN) for one worker, older runs, or
+// before the workers moved.
+std::string figure_or_dash(double v, const char* format) {
+  return std::isfinite(v) ? format_number(format, v) : std::string("-");
+}
+
 }  // namespace
 
 std::string format_megabytes(double bytes) {
@@ -50,8 +56,9 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
   const GroupFigures fb = group_figures(base, 0);
   std::ostringstream o;
   o << "| run | seeds | strategy | N | steps | global batch tokens | final val loss | vs first (paired) | "
-       "sent/worker (MB) | bytes vs first | sim time (s) | utilisation | correlation |\n";
-  o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "sent/worker (MB) | bytes vs first | sim time (s) | utilisation | correlation | update correlation | "
+       "disagreement |\n";
+  o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& g : groups) {
     const RunData& r = *g.runs.front();
     const GroupFigures f = group_figures(g, 0);
@@ -62,7 +69,8 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
       << format_mean_interval(f.sim_seconds, 1) << " | "
       << format_number("%.1f%%", 100.0 * f.utilisation.mean) << " | "
       << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("-"))
-      << " |\n";
+      << " | " << figure_or_dash(f.update_correlation.mean, "%.4f") << " | "
+      << figure_or_dash(f.disagreement.mean, "%.4g") << " |\n";
   }
   if (groups.size() < runs.size())
     o << "\nMean over seeds ± the half-width of its 95% Student-t interval; \"vs first\" is the paired difference "

@@ -77,6 +77,8 @@ GroupFigures group_figures(const RunGroup& g, double target_loss) {
   f.sim_seconds = over(g, [](const RunData& r) { return r.sim_seconds; });
   f.utilisation = over(g, [](const RunData& r) { return r.utilisation; });
   f.correlation = over(g, [](const RunData& r) { return r.final_correlation; });
+  f.update_correlation = over(g, [](const RunData& r) { return r.final_update_correlation; });
+  f.disagreement = over(g, [](const RunData& r) { return r.final_disagreement; });
   std::vector<double> reached;
   if (target_loss > 0)
     for (const RunData* r : g.runs) {

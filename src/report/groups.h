@@ -26,6 +26,7 @@ std::vector<RunGroup> group_by_seed(const std::vector<RunData>& runs);
 // A group's final figures over its seeds.
 struct GroupFigures {
   MeanInterval loss, ppl, bytes_per_worker, bytes_total, sim_seconds, utilisation, correlation;
+  MeanInterval update_correlation, disagreement;  // NaN means when undefined (one worker, older runs)
   MeanInterval time_to_target;  // over the seeds that reached it
   int reached = 0;              // seeds that reached the target
   int seeds = 0;

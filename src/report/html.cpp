@@ -81,7 +81,12 @@ std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& b
     << escape_html(base.name)
     << " (paired)</th><th>sent per worker (MB)</th><th>sent, all workers (MB)</th><th>communication reduction vs "
     << (ddp ? escape_html(ddp->name) : std::string("DDP")) << "</th><th>simulated time</th><th>time to loss "
-    << format_number("%.3f", target) << "</th><th>compute utilisation</th><th>final correlation</th></tr></thead><tbody>\n";
+    << format_number("%.3f", target) << "</th><th>compute utilisation</th><th>final correlation</th>"
+       "<th>update correlation</th><th>disagreement</th></tr></thead><tbody>\n";
+  // Agreement figures are undefined (NaN) for one worker or older runs.
+  auto figure = [](const MeanInterval& m, const char* format) {
+    return std::isfinite(m.mean) ? mean_pm(m, format) : std::string("&mdash;");
+  };
   for (const auto& g : groups) {
     const RunData& r = *g.runs.front();
     const GroupFigures f = group_figures(g, target);
@@ -115,6 +120,7 @@ std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& b
       << "</td><td>" << reduction << "</td><td>" << seconds_pm(f.sim_seconds) << "</td><td>" << ttt << "</td><td>"
       << format_number("%.1f%%", 100 * f.utilisation.mean) << "</td><td>"
       << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("&mdash;"))
+      << "</td><td>" << figure(f.update_correlation, "%.4f") << "</td><td>" << figure(f.disagreement, "%.4g")
       << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
@@ -167,6 +173,8 @@ std::string shared_config(const std::vector<RunData>& runs) {
 
 // Per setting, the mean of a series over its seeds at the points every seed
 // has (same x index), with the 95% band; one seed gives the series itself.
+// Undefined points (NaN: agreement before the workers moved) become null,
+// which JSON can hold and the charts skip.
 nlohmann::json mean_series(const RunGroup& g, std::vector<double> RunData::*xs, std::vector<double> RunData::*ys) {
   size_t n = SIZE_MAX;
   for (const RunData* r : g.runs) n = std::min({n, (r->*xs).size(), (r->*ys).size()});
@@ -183,7 +191,12 @@ nlohmann::json mean_series(const RunGroup& g, std::vector<double> RunData::*xs, 
     low.push_back(my.has_interval() ? my.low() : my.mean);
     high.push_back(my.has_interval() ? my.high() : my.mean);
   }
-  return {{"x", x}, {"y", mean}, {"low", low}, {"high", high}};
+  auto finite_or_null = [](const std::vector<double>& values) {
+    nlohmann::json out = nlohmann::json::array();
+    for (double v : values) out.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+    return out;
+  };
+  return {{"x", x}, {"y", finite_or_null(mean)}, {"low", finite_or_null(low)}, {"high", finite_or_null(high)}};
 }
 
 nlohmann::json series_json(const std::vector<RunGroup>& groups) {
@@ -195,12 +208,14 @@ nlohmann::json series_json(const std::vector<RunGroup>& groups) {
                    {"loss_steps", mean_series(g, &RunData::eval_step, &RunData::eval_loss)},
                    {"loss_bytes", mean_series(g, &RunData::eval_bytes, &RunData::eval_loss)},
                    {"loss_time", mean_series(g, &RunData::eval_time, &RunData::eval_loss)},
-                   {"corr_steps", mean_series(g, &RunData::corr_step, &RunData::corr)}});
+                   {"corr_steps", mean_series(g, &RunData::corr_step, &RunData::corr)},
+                   {"update_corr_steps", mean_series(g, &RunData::corr_step, &RunData::update_corr)},
+                   {"disagreement_steps", mean_series(g, &RunData::corr_step, &RunData::disagreement)}});
   }
   return all;
 }
 
-// Draws the four charts from #atoll-data. Series without points on a chart
+// Draws the six charts from #atoll-data. Series without points on a chart
 // (no traffic on the log bytes axis, one worker for correlation) are left
 // out and listed under it. Sets body[data-charts] to the number drawn.
 const char* kChartScript = R"js(
@@ -222,6 +237,11 @@ const char* kChartScript = R"js(
      keep: () => true},
     {id: 'corr-steps', s: 'corr_steps', xTitle: 'step', yTitle: 'mean pairwise parameter correlation',
      keep: () => true, omitted: 'one worker or not logged'},
+    {id: 'update-corr-steps', s: 'update_corr_steps', xTitle: 'step',
+     yTitle: 'mean pairwise correlation of updates', keep: (x, y) => Number.isFinite(y),
+     omitted: 'one worker or not logged'},
+    {id: 'disagreement-steps', s: 'disagreement_steps', xTitle: 'step',
+     yTitle: 'relative disagreement', keep: (x, y) => Number.isFinite(y), omitted: 'one worker or not logged'},
   ];
   // Log-axis ticks at 1, 2 and 5 of each decade, as kB / MB / GB.
   function bytesLabel(v) {
@@ -316,7 +336,9 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
   const char* charts[][2] = {{"loss-steps", "Eval loss against steps"},
                              {"loss-bytes", "Eval loss against bytes sent per worker"},
                              {"loss-time", "Eval loss against simulated wall-clock"},
-                             {"corr-steps", "Parameter correlation between workers"}};
+                             {"corr-steps", "Parameter correlation between workers"},
+                             {"update-corr-steps", "Correlation of the workers' updates since the start"},
+                             {"disagreement-steps", "Relative disagreement: ‖θ_i − θ̄‖ / ‖θ̄ − θ_0‖"}};
   for (const auto& c : charts)
     o << "<div class=\"chart\"><h2>" << c[1] << "</h2><div class=\"box\"><canvas id=\"" << c[0]
       << "\"></canvas></div></div>\n";

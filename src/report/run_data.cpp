@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -27,6 +28,11 @@ std::string read_text(const fs::path& path, const std::string& what_missing) {
 double number_or(const nlohmann::json& j, const char* key, double fallback) {
   auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+// A figure that may be null (undefined) or absent (older runs): NaN then.
+double number_or_nan(const nlohmann::json& j, const char* key) {
+  return number_or(j, key, std::numeric_limits<double>::quiet_NaN());
 }
 
 }  // namespace
@@ -74,11 +80,16 @@ RunData load_run(const std::string& dir_text) {
     } else if (kind == "train" && e.contains("correlation") && e["correlation"].is_number()) {
       run.corr_step.push_back(number_or(e, "step", 0));
       run.corr.push_back(e["correlation"].get<double>());
+      run.update_corr.push_back(number_or_nan(e, "update_correlation"));
+      run.disagreement.push_back(number_or_nan(e, "disagreement"));
     } else if (kind == "end") {
       if (e.contains("final_correlation") && e["final_correlation"].is_number()) {
         run.final_correlation = e["final_correlation"].get<double>();
         run.has_correlation = true;
       }
+      run.final_update_correlation = number_or_nan(e, "final_update_correlation");
+      run.final_disagreement = number_or_nan(e, "final_disagreement");
+      run.final_val_loss_se = number_or_nan(e, "final_val_loss_se");
       if (e.contains("ledger_per_worker") && e["ledger_per_worker"].is_array())
         for (const auto& w : e["ledger_per_worker"]) run.bytes_sent_total += number_or(w, "sent", 0);
     }

@@ -45,6 +45,15 @@ class MnistStream : public DataSource::Stream {
   MnistBatchSampler sampler_;
 };
 
+// MNIST test images [start, start + m): (m, 1, 28, 28) floats in [0, 1] and (m) labels.
+Batch mnist_batch(const MnistSplit& split, int64_t start, int64_t m) {
+  at::Tensor x = at::from_blob(const_cast<uint8_t*>(split.images.data()) + start * 784, {m, 1, 28, 28}, at::kByte)
+                     .to(at::kFloat)
+                     .div_(255.0);
+  at::Tensor y = at::from_blob(const_cast<uint8_t*>(split.labels.data()) + start, {m}, at::kByte).to(at::kLong);
+  return {x, y};
+}
+
 }  // namespace
 
 std::string data_dir(const DataConfig& cfg) {
@@ -66,14 +75,7 @@ DataSource::DataSource(const Config& cfg) : cfg_(cfg) {
     const int64_t n = mnist_->test.size(), bs = std::max<int64_t>(cfg.train.batch_size, 1);
     for (int64_t start = 0; start < n && int64_t(eval_batches_.size()) < cfg.train.eval_batches;
          start += bs) {
-      const int64_t m = std::min(bs, n - start);
-      at::Tensor x = at::from_blob(const_cast<uint8_t*>(mnist_->test.images.data()) + start * 784,
-                                   {m, 1, 28, 28}, at::kByte)
-                         .to(at::kFloat)
-                         .div_(255.0);
-      at::Tensor y = at::from_blob(const_cast<uint8_t*>(mnist_->test.labels.data()) + start, {m}, at::kByte)
-                         .to(at::kLong);
-      eval_batches_.emplace_back(x, y);
+      eval_batches_.push_back(mnist_batch(mnist_->test, start, std::min(bs, n - start)));
     }
     return;
   }
@@ -82,6 +84,36 @@ DataSource::DataSource(const Config& cfg) : cfg_(cfg) {
   for (auto& b : fixed_token_batches(text_->val, cfg.model.block_size, cfg.train.batch_size,
                                      cfg.train.eval_batches, eval_seed))
     eval_batches_.push_back(b);
+  if (cfg.train.final_eval == "full" && full_eval_examples() == 0)
+    throw std::runtime_error("train.final_eval = 'full': the validation split of '" + dir + "' has " +
+                             std::to_string(text_->val.tokens.size()) + " tokens, fewer than one window of " +
+                             "model.block_size + 1 = " + std::to_string(cfg.model.block_size + 1) +
+                             "; lower model.block_size or use train.final_eval = 'sample'");
+}
+
+int64_t DataSource::full_eval_examples() const {
+  if (mnist_) return mnist_->test.size();
+  // A window of T inputs needs T + 1 tokens; windows start every T tokens.
+  const int64_t n = static_cast<int64_t>(text_->val.tokens.size());
+  return n > 1 ? (n - 1) / cfg_.model.block_size : 0;
+}
+
+Batch DataSource::full_eval_batch(int64_t first, int64_t count) const {
+  const int64_t total = full_eval_examples();
+  if (first < 0 || count < 1 || first + count > total)
+    throw std::out_of_range("full evaluation examples [" + std::to_string(first) + ", " +
+                            std::to_string(first + count) + ") are outside [0, " + std::to_string(total) + ")");
+  if (mnist_) return mnist_batch(mnist_->test, first, count);
+  const int64_t t = cfg_.model.block_size;
+  Batch b{at::empty({count, t}, at::kLong), at::empty({count, t}, at::kLong)};  // (count, T) each
+  int64_t* xp = b.first.data_ptr<int64_t>();
+  int64_t* yp = b.second.data_ptr<int64_t>();
+  const uint16_t* tokens = text_->val.tokens.data() + first * t;
+  for (int64_t i = 0; i < count * t; ++i) {
+    xp[i] = tokens[i];
+    yp[i] = tokens[i + 1];
+  }
+  return b;
 }
 
 int64_t DataSource::train_tokens() const {

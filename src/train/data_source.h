@@ -33,7 +33,17 @@ class DataSource {
     virtual void seek(uint64_t position) = 0;
   };
   std::unique_ptr<Stream> stream(int64_t worker, int64_t workers, uint64_t seed) const;
+  // The fixed sample the interim evaluations use: train.eval_batches
+  // batches of train.batch_size.
   const std::vector<Batch>& eval_batches() const { return eval_batches_; }
+  // The full evaluation: every non-overlapping window of model.block_size
+  // tokens in the validation split (targets: the window shifted by one, so
+  // the last window ends at the split's second-to-last token), or every
+  // image of the MNIST test split, in fixed order.
+  int64_t full_eval_examples() const;
+  // Examples [first, first + count) of the full evaluation: (count, T)
+  // inputs and targets, or (count, 1, 28, 28) images and (count) labels.
+  Batch full_eval_batch(int64_t first, int64_t count) const;
 
  private:
   Config cfg_;

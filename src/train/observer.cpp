@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -29,6 +30,9 @@ std::string parameter_hash(const std::vector<at::Tensor>& tensors) {
   return buf;
 }
 
+// JSON for a figure that may be undefined (NaN): null, never a NaN.
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
 }  // namespace
 
 std::string fault_event_line(int64_t step, int64_t worker, const std::string& kind, const std::string& detail) {
@@ -48,6 +52,7 @@ Observer::Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, 
       workers_(cfg.strategy.workers),
       eval_model_(make_model(cfg.model, data.vocab_size(), static_cast<uint64_t>(cfg.run.seed))) {
   params_ = eval_model_->num_params();
+  for (const auto& p : eval_model_->parameters()) initial_params_.push_back(p.detach().clone());
   flops_per_token_ = eval_model_->flops_per_token();
   tokens_per_step_ = cfg.train.batch_size * eval_model_->tokens_per_example();
 }
@@ -74,6 +79,9 @@ void Observer::visit_state(StateVisitor& v) {
   v.real("last_train_loss", last_train_loss_);
   v.real("last_val_loss", last_val_loss_);
   v.real("last_correlation", last_correlation_);
+  v.real("last_update_correlation", last_agreement_.update_correlation);
+  v.real("last_update_correlation_min", last_agreement_.update_correlation_min);
+  v.real("last_disagreement", last_agreement_.disagreement);
   v.integer("outages_logged", outages_logged_);
   int64_t jsonl = static_cast<int64_t>(log_.jsonl_bytes()), csv = static_cast<int64_t>(log_.csv_bytes());
   v.integer("metrics.jsonl_bytes", jsonl);  // read by the run folder before the log reopens
@@ -137,10 +145,15 @@ void Observer::observe(const Observation& o) {
     if (correlation) {
       const auto corr_start = Clock::now();
       const Correlation c = parameter_correlation(o.params);
+      const Agreement a = worker_agreement(o.params, initial_params_);
       e["correlation"] = c.mean;
       e["correlation_min"] = c.min;
-      e["correlation_ms"] = 1e3 * seconds_since(corr_start);
+      e["update_correlation"] = number_or_null(a.update_correlation);
+      e["update_correlation_min"] = number_or_null(a.update_correlation_min);
+      e["disagreement"] = number_or_null(a.disagreement);
+      e["correlation_ms"] = 1e3 * seconds_since(corr_start);  // all three measures
       last_correlation_ = c.mean;
+      last_agreement_ = a;
       eval_wall_ += seconds_since(corr_start);  // like eval: not training time
     }
     log_.write(e);
@@ -149,21 +162,43 @@ void Observer::observe(const Observation& o) {
   }
   if (o.eval) {
     const auto eval_start = Clock::now();
+    // The last evaluation is the one the run is judged by: over the whole
+    // validation split unless train.final_eval = "sample".
+    const bool full = last && cfg_.train.final_eval == "full";
     nlohmann::json e = common;
     e["event"] = "eval";
     e["eval_model"] = which;
-    e["val_loss"] = evaluate(which, o);
-    e["val_ppl"] = std::exp(e["val_loss"].get<double>());
-    if (cfg_.strategy.eval_worker0 && which != "worker0") e["val_loss_worker0"] = evaluate("worker0", o);
-    eval_wall_ += seconds_since(eval_start);
+    const EvalResult r = evaluate(which, o, full);
+    e["val_loss"] = r.loss;
+    e["val_loss_se"] = number_or_null(r.se);
+    e["val_ppl"] = std::exp(r.loss);
+    e["eval_split"] = full ? "full" : "sample";
+    e["eval_examples"] = r.examples;
+    e["eval_tokens"] = r.tokens;
+    if (cfg_.strategy.eval_worker0 && which != "worker0") {
+      const EvalResult w0 = evaluate("worker0", o, full);
+      e["val_loss_worker0"] = w0.loss;
+      e["val_loss_worker0_se"] = number_or_null(w0.se);
+    }
+    const double wall = seconds_since(eval_start);
+    e["eval_s"] = wall;
+    eval_wall_ += wall;
+    if (last) {
+      final_eval_ = r;
+      final_eval_wall_ = wall;
+    }
     log_.write(e);
-    last_val_loss_ = e["val_loss"].get<double>();
+    last_val_loss_ = r.loss;
+    info.val_loss_se = r.se;
     info.is_eval = true;
   }
   info.loss = last_train_loss_;
   info.val_loss = last_val_loss_;
-  if (workers_ > 1 && cfg_.strategy.correlation_every > 0 && step >= cfg_.strategy.correlation_every)
+  if (workers_ > 1 && cfg_.strategy.correlation_every > 0 && step >= cfg_.strategy.correlation_every) {
     info.correlation = last_correlation_;
+    info.update_correlation = last_agreement_.update_correlation;
+    info.disagreement = last_agreement_.disagreement;
+  }
   if (hooks_.progress) hooks_.progress(info);
   if (last) finish(o, loss, sim_time, compute / n, sent / n, tokens_per_s);
 }
@@ -186,8 +221,7 @@ std::string Observer::eval_model_kind(bool has_global) const {
   return has_global ? "global" : "average";
 }
 
-// Mean loss over the fixed evaluation batches of the chosen parameters.
-double Observer::evaluate(const std::string& which, const Observation& o) {
+void Observer::load_eval_params(const std::string& which, const Observation& o) {
   at::NoGradGuard no_grad;
   auto dst = eval_model_->parameters();
   if (which == "global") {
@@ -204,10 +238,30 @@ double Observer::evaluate(const std::string& which, const Observation& o) {
       dst[k].copy_(acc.div_(double(workers_)));
     }
   }
-  eval_model_->eval();
-  double total = 0;
-  for (const auto& b : data_.eval_batches()) total += eval_model_->loss(b.first, b.second).item<double>();
-  return total / double(data_.eval_batches().size());
+}
+
+EvalResult Observer::evaluate(const std::string& which, const Observation& o, bool full) {
+  load_eval_params(which, o);
+  if (!full) {
+    size_t next = 0;
+    const auto& sample = data_.eval_batches();
+    return evaluate_batches(*eval_model_, [&](Batch& b) {
+      if (next == sample.size()) return false;
+      b = sample[next++];
+      return true;
+    });
+  }
+  // Large batches: no activations are kept for a backward pass, so a batch
+  // costs only its forward pass's memory.
+  const int64_t total = data_.full_eval_examples(), batch = cfg_.train.eval_batch_size;
+  int64_t first = 0;
+  return evaluate_batches(*eval_model_, [&](Batch& b) {
+    if (first >= total) return false;
+    const int64_t count = std::min(batch, total - first);
+    b = data_.full_eval_batch(first, count);
+    first += count;
+    return true;
+  });
 }
 
 void Observer::write_start_event(int64_t threads_per_worker) {
@@ -237,6 +291,16 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
   summary_.params = params_;
   summary_.final_train_loss = loss;
   summary_.final_val_loss = last_val_loss_;
+  summary_.final_val_loss_se = final_eval_.se;
+  summary_.final_eval_examples = final_eval_.examples;
+  summary_.final_eval_tokens = final_eval_.tokens;
+  summary_.final_eval = cfg_.train.final_eval;
+  summary_.eval_wall_seconds = eval_wall_;
+  summary_.final_eval_wall_seconds = final_eval_wall_;
+  if (workers_ > 1 && cfg_.strategy.correlation_every > 0) {
+    summary_.final_update_correlation = last_agreement_.update_correlation;
+    summary_.final_disagreement = last_agreement_.disagreement;
+  }
   summary_.wall_seconds = seconds_since_start();
   summary_.tokens_per_s = tokens_per_s;
   summary_.model_flops_per_s = tokens_per_s * flops_per_token_;
@@ -272,6 +336,14 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
                       {"final_correlation", workers_ > 1 && cfg_.strategy.correlation_every > 0
                                                 ? nlohmann::json(last_correlation_)
                                                 : nlohmann::json(nullptr)},
+                      {"final_update_correlation", number_or_null(summary_.final_update_correlation)},
+                      {"final_disagreement", number_or_null(summary_.final_disagreement)},
+                      {"final_val_loss_se", number_or_null(summary_.final_val_loss_se)},
+                      {"final_eval", summary_.final_eval},
+                      {"final_eval_examples", summary_.final_eval_examples},
+                      {"final_eval_tokens", summary_.final_eval_tokens},
+                      {"final_eval_s", summary_.final_eval_wall_seconds},
+                      {"eval_s", summary_.eval_wall_seconds},
                       {"bytes_sent_by_tag_total", by_tag},
                       {"ledger_per_worker", per_worker}};
   // Bitwise fingerprints of every worker's final parameters: equal runs

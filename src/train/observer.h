@@ -22,7 +22,9 @@
 #include "atoll/net.h"
 #include "atoll/state.h"
 #include "atoll/train.h"
+#include "train/correlation.h"
 #include "train/data_source.h"
+#include "train/evaluation.h"
 #include "train/metrics.h"
 #include "train/schedule.h"
 #include "train/worker_report.h"
@@ -59,7 +61,10 @@ class Observer {
 
  private:
   std::string eval_model_kind(bool has_global) const;
-  double evaluate(const std::string& which, const Observation& o);
+  // Loads the parameters `which` names into the evaluation model.
+  void load_eval_params(const std::string& which, const Observation& o);
+  // Evaluates them on the fixed sample, or (`full`) on the whole validation split.
+  EvalResult evaluate(const std::string& which, const Observation& o, bool full);
   void log_outages(int64_t step, double sim_time);
   void finish(const Observation& o, double loss, double sim_time, double compute, double sent, double tokens_per_s);
   double seconds_since_start() const;
@@ -73,6 +78,9 @@ class Observer {
   bool real_;
   int64_t workers_;
   std::shared_ptr<Model> eval_model_;
+  // θ_0 of the agreement metrics: the workers' common initial parameters,
+  // rebuilt like theirs (make_model with the run seed), so also on resume.
+  std::vector<at::Tensor> initial_params_;
   int64_t params_ = 0;
   double flops_per_token_ = 0;
   int64_t tokens_per_step_ = 0;
@@ -83,6 +91,9 @@ class Observer {
   int64_t logged_step_ = 0;
   double last_train_loss_ = 0, last_val_loss_ = -1;
   double last_correlation_ = 1;
+  Agreement last_agreement_;     // at the latest correlation step
+  double final_eval_wall_ = 0;   // wall seconds of the final evaluation
+  EvalResult final_eval_;        // the final evaluation (val_loss is also last_val_loss_)
   int64_t outages_logged_ = 0;  // network outages (in time order) already in the metrics
   RunSummary summary_;
 };

@@ -1,5 +1,6 @@
 #include "train/run_folder.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -38,6 +39,16 @@ void write_summary(const fs::path& dir, const RunSummary& s) {
                             {"sim_time_s", s.sim_seconds},
                             {"compute_utilisation", s.compute_utilisation},
                             {"bytes_sent_per_worker", s.bytes_sent_per_worker}};
+  // Figures that may be undefined are written as null, never as NaN.
+  auto maybe = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  summary["final_val_loss_se"] = maybe(s.final_val_loss_se);
+  summary["final_eval"] = s.final_eval;
+  summary["final_eval_examples"] = s.final_eval_examples;
+  summary["final_eval_tokens"] = s.final_eval_tokens;
+  summary["final_eval_s"] = s.final_eval_wall_seconds;
+  summary["eval_s"] = s.eval_wall_seconds;
+  summary["final_update_correlation"] = maybe(s.final_update_correlation);
+  summary["final_disagreement"] = maybe(s.final_disagreement);
   if (!s.events.empty()) summary["end"] = nlohmann::json::parse(s.events.back());
   std::ofstream(dir / "summary.json") << summary.dump(2) << "\n";
 }

@@ -1,0 +1,43 @@
+// Evaluating a model: the mean cross-entropy over a set of examples and its
+// standard error, computed without autograd.
+//
+// The unit of the standard error is the example (a block_size window for
+// GPT, an image for MNIST models), not the token: the tokens of one window
+// are strongly correlated, so treating them as independent would understate
+// the error. Every GPT window has the same length, so the mean of the window
+// means equals the mean over every evaluated token.
+//
+// Thread-safety: evaluate_batches uses `model` exclusively while it runs.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "atoll/model.h"
+
+namespace atl {
+
+struct EvalResult {
+  double loss = std::numeric_limits<double>::quiet_NaN();  // mean over every evaluated token (image)
+  // Standard error of that mean over examples: sample sd (n - 1) / sqrt(n);
+  // NaN with fewer than two examples.
+  double se = std::numeric_limits<double>::quiet_NaN();
+  int64_t examples = 0;  // windows (images) evaluated
+  int64_t tokens = 0;    // examples * tokens per example
+};
+
+// Mean and standard error of per-example losses, in float64.
+EvalResult summarize_example_losses(const std::vector<double>& losses, int64_t tokens_per_example);
+
+// Evaluates `model` in eval mode, with autograd off, on the batches `next`
+// fills in ((inputs, targets) as Model::loss takes them) until it returns
+// false. `per_example`, if given, receives every example's loss in order.
+using BatchSource = std::function<bool(std::pair<at::Tensor, at::Tensor>&)>;
+EvalResult evaluate_batches(Model& model, const BatchSource& next, std::vector<double>* per_example = nullptr);
+
+}  // namespace atl
