@@ -175,6 +175,10 @@ TEST(Train, GoldenTwentyStepTrajectoriesPerStrategyAreUnchanged) {
     cfg.palsgd.inner_steps = 5;
     cfg.palsgd.ddp_warmup_steps = 5;
     cfg.streaming.fragment_blocks = 1;  // one block: one fragment
+    // streaming's fp4 golden predates codec.requantize_result (on by default
+    // since): it pins the exact-mean path; the re-quantized one is tested in
+    // compression_test.cpp.
+    cfg.codec.requantize_result = false;
     cfg.train.log_every = 1;
     cfg.train.eval_every = 5;
     nlohmann::json got = nlohmann::json::array();

@@ -146,6 +146,11 @@ struct CodecConfig {
   int64_t block = 128;            // elements per fp32 scale in int8 / fp4 codecs
   double topk_density = 0.01;     // fraction of entries the topk codec keeps
   bool error_feedback = true;     // topk: carry what was not sent into the next payload
+  bool requantize_result = true;  // quantizing codecs (fp16, bf16, int8, fp4): the reduced mean is encoded and
+                                  // decoded once more, as a low-precision ring delivers it; false: the
+                                  // decoded payloads are averaged exactly (optimistic). topk: no effect
+  std::string topk_scope = "tensor"; // tensor: k_t = max(1, round(density * n_t)) largest of each tensor (DiLoCo's
+                                     // pruning ablation) | global: k largest of the whole flat payload
 };
 
 // PALSGD (Naganuma et al., TMLR 2025); ALGORITHMS.md 5.

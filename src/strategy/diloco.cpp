@@ -12,7 +12,7 @@ namespace atl {
 
 OuterSync::OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params,
                      Communicator& comm)
-    : params_(std::move(params)), comm_(comm), cfg_(outer), codec_(outer.codec, cfg.codec), faults_(cfg) {
+    : params_(std::move(params)), comm_(comm), cfg_(outer), codec_(outer.codec, cfg.codec, numels_of(params_)), faults_(cfg) {
   global_ = flatten_values(params_);
   momentum_ = at::zeros_like(global_);
   if (cfg_.outer_optimizer == "adam") second_moment_ = at::zeros_like(global_);
@@ -66,8 +66,13 @@ at::Tensor OuterSync::combine(at::Tensor delta, bool contributes, double wire_by
   if (cfg_.aggregator == "mean") {
     comm_.all_reduce(payload, ReduceOp::Sum, "pseudo-grad", wire_bytes);
     *contributors = static_cast<int64_t>(std::llround(payload[n].item<double>()));
-    return *contributors > 0 ? payload.narrow(0, 0, n).div(double(*contributors)) : delta;
+    if (*contributors == 0) return delta;
+    at::Tensor mean = payload.narrow(0, 0, n).div(double(*contributors));
+    codec_.requantize(mean);  // as mean_all_reduce: the ring delivers a quantized result
+    return mean;
   }
+  // The robust aggregators gather every worker's decoded payload and combine
+  // them locally: no reduced result travels, nothing is re-quantized.
   std::vector<at::Tensor> all;
   comm_.all_gather(payload, all, "pseudo-grad");
   std::vector<at::Tensor> rows;
