@@ -159,13 +159,13 @@ DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params
       comm_(comm),
       inner_(cfg.optim, params),
       outer_(cfg.diloco, cfg, params, comm),
-      grad_codec_("fp32", cfg.codec),
+      grads_(cfg, params, "fp32"),
       inner_steps_(cfg.diloco.inner_steps),
       warmup_(cfg.diloco.ddp_warmup_steps) {}
 
 void DiLoCoStrategy::step(int64_t t, double lr) {
   if (t < warmup_) {
-    ddp_step(params_, comm_, grad_codec_, inner_, lr);
+    ddp_step(params_, comm_, grads_, inner_, lr);
     if (t + 1 == warmup_) outer_.reset_global();
     return;
   }
@@ -178,7 +178,7 @@ bool DiLoCoStrategy::needs_gradient(int64_t t) const { return t < warmup_ || !ou
 void DiLoCoStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);
   outer_.visit_state(v);
-  grad_codec_.visit_state(v);
+  grads_.visit_state(v);
 }
 
 }  // namespace atl
