@@ -300,6 +300,27 @@ TEST(CodecTopK, KIsAtLeastOneAndBytesAreKTimesFourPlusIndexBytes) {
   EXPECT_EQ(make_codec("topk", 128, 0.01)->bytes_for(0), 0);
 }
 
+// Two tensors, A (5 elements) and B (1), density 0.3. By hand:
+//   global: k = round(0.3 * 6) = round(1.8) = 2: the two largest |x| of all,
+//           -10 and 9 (both in A); B's 0.5 is lost. 2 * (4 + 4) = 16 bytes.
+//   tensor: k_A = round(0.3 * 5) = round(1.5) = 2 (llround: half away from 0):
+//           -10 and 9; k_B = max(1, round(0.3)) = 1: 0.5. 3 * 8 = 24 bytes.
+TEST(CodecTopK, PerTensorScopeKeepsEachTensorsLargestAndCountsItsKeptEntries) {
+  const at::Tensor x = vec({3, -10, 9, 8, -7, 0.5f});
+  const Encoded global = make_codec("topk", 128, 0.3)->round_trip(x);
+  EXPECT_TRUE(at::equal(global.decoded, vec({0, -10, 9, 0, 0, 0}))) << global.decoded;
+  EXPECT_EQ(global.bytes, 16);
+  const auto per_tensor = make_codec("topk", 128, 0.3, 4, {5, 1});
+  const Encoded tensor = per_tensor->round_trip(x);
+  EXPECT_TRUE(at::equal(tensor.decoded, vec({0, -10, 9, 0, 0, 0.5f}))) << tensor.decoded;
+  EXPECT_EQ(tensor.bytes, 24);
+  EXPECT_EQ(per_tensor->bytes_for(6), 24);
+  EXPECT_EQ(tensor.decoded.nonzero().numel() * 8, int64_t(tensor.bytes));  // bytes follow the kept count
+  // The segments must cover the payload exactly.
+  EXPECT_THROW(per_tensor->round_trip(vec({1, 2, 3})), std::invalid_argument);
+  EXPECT_THROW(make_codec("topk", 128, 0.3, 4, {5, -1}), std::invalid_argument);
+}
+
 TEST(CodecTopK, Float64ValuesAreSentAsFp32) {
   const at::Tensor x = gaussian(100, 15, at::kDouble);
   const at::Tensor d = make_codec("topk", 128, 1.0)->round_trip(x).decoded;

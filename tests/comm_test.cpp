@@ -802,6 +802,90 @@ TEST(SimulatedTime, NeighbourExchangeCostsAlphaPlusPeersTimesSOverBeta) {
   }
 }
 
+// DDP's overlapped, bucketed all-reduce (ALGORITHMS.md 7.3) against a hand
+// computation. Two ranks, ring, per bucket d_j = 2(N-1) alpha + 2(N-1)/N S_j / beta
+// = 2 alpha + S_j / beta. A step's compute T = 0.6 s (forward 0.2, backward
+// 0.4) is charged after set_step(); 1000 float32 go in three buckets of
+// 250, 250, 500 elements (1000, 1000, 2000 bytes), ready at
+//   r = 0.2 + 0.4 * {0.25, 0.5, 1} = {0.3, 0.4, 0.6}.
+// Returns each rank's blocked seconds and rank 0's ledger.
+struct OverlapRun {
+  double blocked[2] = {0, 0};
+  Ledger ledger;
+};
+OverlapRun run_overlapped(double beta, double alpha, bool overlap, double compute1 = 0.6) {
+  const NetworkModel net({Link{beta, alpha}, Link{beta, alpha}}, CollectiveAlgo::Ring, 0, 0, 7);
+  auto group = make_group(2);
+  VirtualClock clocks[2];
+  OverlapRun out;
+  run_ranks(group, [&](Communicator& c) {
+    VirtualClock& clock = clocks[c.rank()];
+    c.attach_clock(&clock, &net);
+    c.set_step(0);
+    clock.advance_compute(c.rank() == 0 ? 0.6 : compute1);
+    at::Tensor t = at::full({1000}, float(c.rank() + 1));
+    if (overlap) {
+      c.all_reduce_overlapped(t, ReduceOp::Mean, "grad", {250, 250, 500});
+    } else {
+      c.all_reduce(t, ReduceOp::Mean, "grad");
+    }
+    EXPECT_TRUE(at::equal(t, at::full({1000}, 1.5f)));
+  });
+  for (int r = 0; r < 2; ++r) out.blocked[r] = clocks[r].blocked_seconds();
+  out.ledger = group->rank(0).ledger();
+  return out;
+}
+
+// Slow link: beta = 4000 B/s, alpha = 10 ms: d = {0.27, 0.27, 0.52} s.
+//   bucket 1: 0.3  -> 0.57;  bucket 2: max(0.4, 0.57) = 0.57 -> 0.84;
+//   bucket 3: max(0.6, 0.84) = 0.84 -> 1.36.  Blocked 1.36 - 0.6 = 0.76 s:
+//   the link's total 1.06 s (three latencies) minus the 0.3 s it was busy
+//   before the compute ended. Without overlap: 2 alpha + 4000 / 4000 = 1.02 s.
+TEST(SimulatedTime, OverlappedBucketsOnASlowLinkChargeTheTotalMinusTheHiddenPart) {
+  const OverlapRun on = run_overlapped(4000, 0.01, true);
+  EXPECT_NEAR(on.blocked[0], 0.76, 1e-12);
+  EXPECT_NEAR(on.blocked[1], 0.76, 1e-12);
+  const OverlapRun off = run_overlapped(4000, 0.01, false);
+  EXPECT_NEAR(off.blocked[0], 1.02, 1e-12);
+  // One ledger entry per bucket; the bytes add up to the un-bucketed op's.
+  ASSERT_EQ(on.ledger.ops(), 3);
+  EXPECT_DOUBLE_EQ(on.ledger.entries()[0].payload_bytes, 1000);
+  EXPECT_DOUBLE_EQ(on.ledger.entries()[1].payload_bytes, 1000);
+  EXPECT_DOUBLE_EQ(on.ledger.entries()[2].payload_bytes, 2000);
+  EXPECT_NEAR(on.ledger.entries()[2].network_seconds, 0.52, 1e-12);
+  ASSERT_EQ(off.ledger.ops(), 1);
+  EXPECT_DOUBLE_EQ(on.ledger.total_sent(), off.ledger.total_sent());
+}
+
+// Fast link: beta = 4e6 B/s, no latency: d = {0.00025, 0.00025, 0.0005} s.
+// Buckets 1 and 2 end at 0.30025 and 0.40025, inside the backward pass; only
+// the last, ready when the compute ends, shows: blocked 0.0005 s (< 0.1% of
+// T: compute-bound), against 0.001 s without overlap.
+TEST(SimulatedTime, OverlappedBucketsOnAFastLinkAreHiddenButTheLast) {
+  const OverlapRun on = run_overlapped(4e6, 0, true);
+  EXPECT_NEAR(on.blocked[0], 0.0005, 1e-12);
+  EXPECT_NEAR(run_overlapped(4e6, 0, false).blocked[0], 0.001, 1e-12);
+}
+
+// Ranks at different speeds: rank 1 computes T = 1.2 s (ready at
+// 0.4 + 0.8 * {0.25, 0.5, 1} = {0.6, 0.8, 1.2}); on the slow link its own
+// schedule ends at 0.6 + 0.27 = 0.87 -> max(0.8, 0.87) + 0.27 = 1.14 ->
+// max(1.2, 1.14) + 0.52 = 1.72, later than rank 0's 1.36, so both finish at
+// 1.72 (the buckets wait for the later rank): blocked 1.12 and 0.52 s.
+TEST(SimulatedTime, OverlappedBucketsWaitForTheSlowestRank) {
+  const OverlapRun on = run_overlapped(4000, 0.01, true, 1.2);
+  EXPECT_NEAR(on.blocked[0], 1.72 - 0.6, 1e-12);
+  EXPECT_NEAR(on.blocked[1], 1.72 - 1.2, 1e-12);
+}
+
+TEST(SimulatedTime, OverlappedAllReduceRejectsBucketsThatDoNotCoverTheTensor) {
+  auto group = make_group(1);
+  at::Tensor t = at::ones({10});
+  EXPECT_THROW(group->rank(0).all_reduce_overlapped(t, ReduceOp::Sum, "grad", {4, 5}), std::invalid_argument);
+  EXPECT_THROW(group->rank(0).all_reduce_overlapped(t, ReduceOp::Sum, "grad", {}), std::invalid_argument);
+  EXPECT_THROW(group->rank(0).all_reduce_overlapped(t, ReduceOp::Sum, "grad", {10, 0}), std::invalid_argument);
+}
+
 TEST(SimulatedTime, JitteredOpsCostTheSameOnEveryRank) {
   const NetworkModel net = two_links(/*jitter=*/0.25);
   auto group = make_group(2);

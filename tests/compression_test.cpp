@@ -7,6 +7,8 @@
 
 #include "atoll/comm.h"
 #include "atoll/strategy.h"
+#include "compress/codec.h"
+#include "compress/payload.h"
 #include "strategy_harness.h"
 
 namespace atl {
@@ -79,6 +81,91 @@ TEST(Compression, TopKIsAllGatheredAsIndexValuePairsAndItsResidualIsKept) {
   Worker init(at::kDouble);
   at::Tensor moved = (w[0][0] - init.params[0]).abs() > 0;
   EXPECT_GT(moved.sum().item<int64_t>(), 5);
+}
+
+// Two workers' int8 payloads averaged by mean_all_reduce, codec.requantize_result
+// on or off (optionally the non-blocking form). Returns each rank's result.
+std::vector<at::Tensor> int8_mean(const std::vector<at::Tensor>& inputs, bool requantize, bool async = false) {
+  CodecConfig cfg;
+  cfg.requantize_result = requantize;
+  InProcessGroup group(int64_t(inputs.size()));
+  std::vector<at::Tensor> out(inputs.size());
+  on_threads(group, [&](int64_t r, Communicator& comm) {
+    PayloadCodec codec("int8", cfg);
+    at::Tensor x = inputs[size_t(r)].clone();
+    if (async) {
+      mean_all_reduce_async(comm, codec, x, "grad").wait();
+    } else {
+      mean_all_reduce(comm, codec, x, "grad");
+    }
+    out[size_t(r)] = x;
+  });
+  return out;
+}
+
+// One int8 block with max 127: the grid step is exactly 1, so by hand
+//   worker 0: [127, 3, 0.5]  decodes to [127, 3, 0]  (0.5 -> 0, half to even)
+//   worker 1: [127, 0, 2.5]  decodes to [127, 0, 2]  (2.5 -> 2)
+//   exact mean of the decoded: [127, 1.5, 1]
+//   re-quantized (max 127, step 1): [127, 2, 1]      (1.5 -> 2, half to even)
+TEST(Compression, RequantizedMeanIsTheCodecRoundTripOfTheExactDecodedMean) {
+  const std::vector<at::Tensor> in = {at::tensor({127.0f, 3.0f, 0.5f}), at::tensor({127.0f, 0.0f, 2.5f})};
+  const auto codec = make_codec("int8");
+  const at::Tensor exact = (codec->round_trip(in[0]).decoded + codec->round_trip(in[1]).decoded).div_(2.0);
+  ASSERT_TRUE(at::equal(exact, at::tensor({127.0f, 1.5f, 1.0f}))) << exact;
+  const at::Tensor want = codec->round_trip(exact).decoded;
+  ASSERT_TRUE(at::equal(want, at::tensor({127.0f, 2.0f, 1.0f}))) << want;
+  for (bool async : {false, true}) {
+    const auto got = int8_mean(in, /*requantize=*/true, async);
+    for (const auto& g : got) EXPECT_TRUE(at::equal(g, want)) << g << (async ? " (async)" : "");
+    EXPECT_FALSE(at::equal(got[0], exact)) << "re-quantizing must change this mean";
+    // Off: the old path, the exact mean of the decoded payloads, bit for bit.
+    for (const auto& g : int8_mean(in, /*requantize=*/false, async)) EXPECT_TRUE(at::equal(g, exact)) << g;
+  }
+}
+
+// With requantize_result off, random payloads over three ranks give bitwise
+// what the path before the option gave: every rank's decoded payload summed
+// in rank order, divided by N.
+TEST(Compression, RequantizeOffKeepsTheExactMeanOfDecodedPayloadsBitwise) {
+  CodecConfig cfg;
+  cfg.requantize_result = false;
+  for (const char* name : {"fp16", "bf16", "int8", "fp4"}) {
+    std::vector<at::Tensor> in;
+    for (int r = 0; r < 3; ++r) in.push_back(at::randn({300}, at::kFloat) * (r + 1));
+    const auto codec = make_codec(name);
+    at::Tensor want = codec->round_trip(in[0]).decoded;
+    for (int r = 1; r < 3; ++r) want.add_(codec->round_trip(in[size_t(r)]).decoded);
+    want.div_(3.0);
+    InProcessGroup group(3);
+    on_threads(group, [&](int64_t r, Communicator& comm) {
+      PayloadCodec payload(name, cfg);
+      at::Tensor x = in[size_t(r)].clone();
+      mean_all_reduce(comm, payload, x, "grad");
+      EXPECT_TRUE(at::equal(x, want)) << name;
+    });
+  }
+}
+
+// The harness model's tensors are W (5 x 3 = 15) and b (3); DiLoCo's
+// pseudo-gradient under topk with density 0.1:
+//   global: k = round(0.1 * 18) = 2                     -> 2 * 8 = 16 bytes
+//   tensor: round(1.5) = 2 for W + max(1, round(0.3)) = 1 for b -> 3 * 8 = 24
+TEST(Compression, TopKScopeSetsTheKeptCountAndTheAllGatheredBytes) {
+  for (const char* scope : {"tensor", "global"}) {
+    Config cfg = base_config("diloco", "sgd");
+    cfg.diloco.inner_steps = 1;
+    cfg.diloco.codec = "topk";
+    cfg.codec.topk_density = 0.1;
+    cfg.codec.topk_scope = scope;
+    Ledger l;
+    run(cfg, 2, 3, 0.05, own_data, at::kDouble, &l);
+    ASSERT_EQ(l.ops(), 3) << scope;
+    for (const auto& e : l.entries()) {
+      EXPECT_EQ(e.op, CommOp::AllGather);
+      EXPECT_DOUBLE_EQ(e.payload_bytes, std::string(scope) == "tensor" ? 24 : 16) << scope;
+    }
+  }
 }
 
 }  // namespace

@@ -205,6 +205,10 @@ TEST(ConfigValidate, OutOfRangeValuesAreNamed) {
       {"correlation -1", "strategy.correlation_every", [](Config& c) { c.strategy.correlation_every = -1; }},
       {"codec", "diloco.codec", [](Config& c) { c.diloco.codec = "fp3"; }},
       {"sparta topk", "sparta.codec", [](Config& c) { c.sparta.codec = "topk"; }},
+      {"topk scope", "codec.topk_scope = 'layer': allowed values are tensor | global",
+       [](Config& c) { c.codec.topk_scope = "layer"; }},
+      {"bucket 0", "ddp.bucket_mb must be > 0", [](Config& c) { c.ddp.bucket_mb = 0; }},
+      {"first bucket -1", "ddp.first_bucket_mb must be > 0", [](Config& c) { c.ddp.first_bucket_mb = -1; }},
       {"palsgd p 1", "palsgd.p", [](Config& c) { c.palsgd.p = 1.0; }},
       {"palsgd overshoot", "palsgd", [](Config& c) {
          c.strategy.name = "palsgd";

@@ -7,6 +7,7 @@
 
 #include "atoll/comm.h"
 #include "atoll/strategy.h"
+#include "strategy/baselines.h"
 #include "strategy_harness.h"
 
 namespace atl {
@@ -137,6 +138,54 @@ TEST(Strategy, DdpSendsOneGradientAllReducePerStepAndDiLoCoOnePerRound) {
     EXPECT_DOUBLE_EQ(l.total_sent(), (ddp ? 12 : 3) * payload) << name;  // ring, N=2: 2(N-1)/N*S = S
     EXPECT_EQ(l.sent_by_tag().count(ddp ? "grad" : "pseudo-grad"), 1u) << name;
   }
+}
+
+// ddp.overlap only changes how the all-reduce is timed and ledgered: DDP, and
+// the DDP warm-ups of DiLoCo and PALSGD, give bitwise the same parameters with
+// it on or off. Tiny caps (1e-5 MiB = 10 bytes) put each of the harness's two
+// tensors in its own bucket: b (3 values, produced first by the backward
+// pass), then W (15); the ledger then holds two "grad" entries a step that add
+// up to the single all-reduce's bytes.
+TEST(Strategy, DdpOverlapChangesNeitherTheParametersNorTheBytes) {
+  for (const char* name : {"ddp", "diloco", "palsgd"}) {
+    Config off = base_config(name, "adamw");
+    off.diloco.inner_steps = 2;
+    off.diloco.ddp_warmup_steps = 4;
+    off.palsgd.ddp_warmup_steps = 4;
+    off.palsgd.inner_steps = 2;
+    off.ddp.overlap = false;
+    Config on = off;
+    on.ddp.overlap = true;
+    on.ddp.bucket_mb = 1e-5;
+    on.ddp.first_bucket_mb = 1e-5;
+    Ledger l_on, l_off;
+    auto a = run(on, 2, 6, 0.01, own_data, at::kDouble, &l_on);
+    auto b = run(off, 2, 6, 0.01, own_data, at::kDouble, &l_off);
+    for (int r = 0; r < 2; ++r) EXPECT_TRUE(bitwise_equal(a[r], b[r])) << name << " rank " << r;
+    EXPECT_EQ(l_on.sent_by_tag().at("grad"), l_off.sent_by_tag().at("grad")) << name;
+    EXPECT_DOUBLE_EQ(l_on.total_sent(), l_off.total_sent()) << name;
+    std::vector<double> grad_on;
+    int64_t grad_off = 0;
+    for (const auto& e : l_on.entries())
+      if (e.tag == "grad") grad_on.push_back(e.payload_bytes);
+    for (const auto& e : l_off.entries()) grad_off += e.tag == "grad";
+    ASSERT_EQ(int64_t(grad_on.size()), 2 * grad_off) << name;
+    EXPECT_DOUBLE_EQ(grad_on[0], 3 * 8) << name;   // b first
+    EXPECT_DOUBLE_EQ(grad_on[1], 15 * 8) << name;  // then W
+  }
+}
+
+// PyTorch's rule: reverse parameter order, a bucket closes once it holds at
+// least its cap, the first cap applies to the first bucket only, tensors are
+// never split, empty tensors send nothing.
+TEST(Strategy, DdpBucketsFillInReverseParameterOrderUpToTheirCaps) {
+  // Parameters of 100, 0, 50, 30, 30 float32 (400, 0, 200, 120, 120 bytes), caps 200 then 300 bytes:
+  // reversed 30, 30, 50, 0, 100: 30+30 = 240 >= 200 closes; 50 + 100 = 600 >= 300 closes.
+  EXPECT_EQ(ddp_buckets({100, 0, 50, 30, 30}, 4, 200, 300), (std::vector<int64_t>{60, 150}));
+  // Caps larger than the model: one bucket, the un-overlapped all-reduce.
+  EXPECT_EQ(ddp_buckets({100, 50}, 4, 1 << 20, 25 << 20), (std::vector<int64_t>{150}));
+  // The last bucket may stay under its cap.
+  EXPECT_EQ(ddp_buckets({10, 100, 10}, 4, 40, 800), (std::vector<int64_t>{10, 110}));
 }
 
 }  // namespace

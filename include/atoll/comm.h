@@ -85,6 +85,11 @@ class Work {
       : comm_(comm), completion_(completion_time), complete_(std::move(complete)) {}
   void wait();
   bool pending() const { return comm_ != nullptr; }
+  // Runs `fn` once the op's data are final: now if they already are (the
+  // in-process group, a finished Work), else when the transfer completes
+  // (wait(), or a checkpoint save). For work on the result that a receiver
+  // does on arrival (PayloadCodec::requantize), so it never sees partial data.
+  void then(std::function<void()> fn);
   // Checkpoints: finishes a real backend's transfer now (the data are then
   // final) and saves or restores what stays pending: the simulated
   // completion time the clock is charged at wait().
@@ -127,6 +132,33 @@ class Communicator {
   // `wire_bytes` >= 0: encoded size of `send` (see all_reduce).
   void exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                      const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes = -1);
+  // DDP's gradient all-reduce in buckets overlapped with the backward pass
+  // (ALGORITHMS.md 7.3, PyTorch DDP). The values are exactly all_reduce's (one
+  // reduction of the whole of t); only the ledger and the clock see buckets.
+  // `buckets`: element counts in the order the backward pass produces them,
+  // summing to t.numel(). Each bucket is one ledger entry of its share of the
+  // payload (`wire_bytes` >= 0: the encoded size of all of t, split in
+  // proportion to the elements; the entries add up to it).
+  //
+  // Time: the step's compute T is what the clock was charged since set_step()
+  // (the worker loop calls set_step as the step begins and charges the
+  // forward and backward passes before the strategy runs). Forward is T/3,
+  // backward 2T/3 and produces the gradients at a uniform rate, so with
+  // c_j = (elements of buckets 1..j) / numel, bucket j is ready at
+  //   r_j = e - (2T/3) * (1 - c_j)          (e = now = end of the compute)
+  // and the link serves the buckets in order, each taking the all-reduce
+  // formula for its bytes d_j (latency per bucket):
+  //   start_j = max(r_j, end_{j-1}),  end_j = start_j + d_j,  end_0 = -inf.
+  // The clock waits until end_m: blocked time end_m - e, the part of the
+  // communication the backward pass did not hide. One bucket (or T = 0)
+  // gives all_reduce's time exactly. Across ranks the op ends at the latest
+  // rank's end_m: for a link serving jobs in order, the end is
+  // max_j (release_j + sum_{i>=j} d_i), and with the release of bucket j the
+  // latest rank's r_j that equals the max over ranks of each rank's own end.
+  // (With outages each bucket starts when the links are up; across ranks of
+  // different speeds that is then an approximation.)
+  void all_reduce_overlapped(at::Tensor& t, ReduceOp op, const std::string& tag,
+                             const std::vector<int64_t>& buckets, double wire_bytes = -1);
   // Non-blocking variant: data are final at once (in-process), the clock is
   // charged at wait() for what compute since the call did not hide.
   Work exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs,
@@ -137,8 +169,13 @@ class Communicator {
 
   Ledger& ledger() { return ledger_; }
   const Ledger& ledger() const { return ledger_; }
-  // Step number stamped on ledger entries.
-  void set_step(int64_t step) { step_ = step; }
+  // Step number stamped on ledger entries. Called as a step begins, before
+  // its compute is charged: it also marks where the step's compute starts
+  // on the attached clock (all_reduce_overlapped's T).
+  void set_step(int64_t step) {
+    step_ = step;
+    step_compute_start_ = clock_ != nullptr ? clock_->compute_seconds() : 0.0;
+  }
   // Attaches simulated time (both may be null: no clock charging).
   void attach_clock(VirtualClock* clock, const NetworkModel* net) {
     clock_ = clock;
@@ -205,6 +242,7 @@ class Communicator {
   CollectiveAlgo algo_;
   Ledger ledger_;
   int64_t step_ = 0;
+  double step_compute_start_ = 0;  // clock's compute_seconds() at set_step()
   uint64_t op_index_ = 0;  // same sequence on every rank: seeds network jitter
   VirtualClock* clock_ = nullptr;
   const NetworkModel* net_ = nullptr;

@@ -141,9 +141,17 @@ struct SpeedChange {
 // faults.speed_schedule, sorted by step; throws std::invalid_argument.
 std::vector<SpeedChange> parse_speed_schedule(const std::string& text);
 
-// DDP's gradient payload.
+// DDP's gradient all-reduce (also the DDP warm-up of diloco.ddp_warmup_steps
+// and PALSGD). With overlap, the all-reduce goes in buckets that start as the
+// backward pass produces them, as PyTorch's DDP does (ALGORITHMS.md 7.3);
+// only the clock changes, never the values.
 struct DdpConfig {
   std::string codec = "fp32";     // gradient payload codec (see [codec])
+  bool overlap = true;            // bucketed all-reduce overlapped with the backward pass; false: one
+                                  // all-reduce after the backward pass, all of it charged
+  double bucket_mb = 25;          // bucket cap in MiB of gradient (PyTorch's bucket_cap_mb, default 25)
+  double first_bucket_mb = 1;     // cap of the first bucket (the last layers' gradients), MiB: PyTorch's
+                                  // 1 MiB first bucket, so that communication starts early in the backward
 };
 
 // Payload compression shared by every strategy's `codec` (ALGORITHMS.md 8.5).
@@ -151,6 +159,11 @@ struct CodecConfig {
   int64_t block = 128;            // elements per fp32 scale in int8 / fp4 codecs
   double topk_density = 0.01;     // fraction of entries the topk codec keeps
   bool error_feedback = true;     // topk: carry what was not sent into the next payload
+  bool requantize_result = true;  // quantizing codecs (fp16, bf16, int8, fp4): the reduced mean is encoded and
+                                  // decoded once more, as a low-precision ring delivers it; false: the
+                                  // decoded payloads are averaged exactly (optimistic). topk: no effect
+  std::string topk_scope = "tensor"; // tensor: k_t = max(1, round(density * n_t)) largest of each tensor (DiLoCo's
+                                     // pruning ablation) | global: k largest of the whole flat payload
 };
 
 // PALSGD (Naganuma et al., TMLR 2025); ALGORITHMS.md 5.

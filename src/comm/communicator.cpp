@@ -61,6 +61,18 @@ void Work::wait() {
   comm->finish(completion_);
 }
 
+void Work::then(std::function<void()> fn) {
+  if (!fn) return;
+  if (!complete_) {  // the data are already final
+    fn();
+    return;
+  }
+  complete_ = [first = std::move(complete_), next = std::move(fn)]() {
+    first();
+    next();
+  };
+}
+
 void Work::visit_state(StateVisitor& v, const std::string& name, Communicator& comm) {
   StateVisitor::Scope scope(v, name);
   bool pending = comm_ != nullptr;
@@ -125,6 +137,47 @@ void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
   const double completion = after_outages(do_all_reduce(work, op, arrival, net), net, {});
+  copy_back(t, work);
+  finish(completion);
+}
+
+void Communicator::all_reduce_overlapped(at::Tensor& t, ReduceOp op, const std::string& tag,
+                                         const std::vector<int64_t>& buckets, double wire_bytes) {
+  require_defined(t, "all_reduce_overlapped", "t");
+  int64_t total = 0;
+  for (int64_t n : buckets) {
+    if (n < 1) throw std::invalid_argument("all_reduce_overlapped: every bucket needs >= 1 element");
+    total += n;
+  }
+  if (buckets.empty() || total != t.numel()) {
+    throw std::invalid_argument("all_reduce_overlapped: the buckets hold " + std::to_string(total) +
+                                " elements but the tensor has " + std::to_string(t.numel()));
+  }
+  const double payload = wire_bytes >= 0 ? wire_bytes : payload_bytes(t);
+  const double end_of_compute = arrival_time();
+  const double compute = clock_ != nullptr ? clock_->compute_seconds() - step_compute_start_ : 0.0;
+  const double backward = compute * 2.0 / 3.0;  // forward T/3, backward 2T/3
+  double end = end_of_compute;
+  double bytes_so_far = 0;
+  int64_t elements = 0;
+  for (size_t j = 0; j < buckets.size(); ++j) {
+    elements += buckets[j];
+    const bool last = j + 1 == buckets.size();
+    // The last bucket takes the remainder, so the entries add up to the payload.
+    const double bytes = last ? payload - bytes_so_far : payload * double(buckets[j]) / double(t.numel());
+    bytes_so_far += bytes;
+    const double net = record(CommOp::AllReduce, tag, bytes, false, {});
+    const double produced = last ? 1.0 : double(elements) / double(t.numel());  // c_j
+    const double ready = end_of_compute - backward * (1.0 - produced);
+    const double start = j == 0 ? ready : std::max(ready, end);
+    end = after_outages(start + net, net, {});
+  }
+  // One reduction of the whole tensor (values as all_reduce's). The backend
+  // completes an op at the latest arrival plus the network time; arriving at
+  // this rank's own end with no further network time makes that the latest
+  // rank's end, the joint schedule's (see comm.h).
+  at::Tensor work = contiguous_work(t);
+  const double completion = do_all_reduce(work, op, std::max(end, end_of_compute), 0.0);
   copy_back(t, work);
   finish(completion);
 }

@@ -249,9 +249,14 @@ class BlockCodec : public Codec {
 
 // ---- top-k -----------------------------------------------------------------
 
+// Keeps the k largest |x| of each segment (one segment: the whole payload).
+// Segments are the payload's tensors when codec.topk_scope = tensor, so a
+// tensor of small entries (a LayerNorm gain's update) still sends its own
+// largest ones instead of losing all of them to a tensor of large ones.
 class TopKCodec : public Codec {
  public:
-  TopKCodec(double density, int64_t index_bytes) : density_(density), index_bytes_(index_bytes) {}
+  TopKCodec(double density, int64_t index_bytes, std::vector<int64_t> segments)
+      : density_(density), index_bytes_(index_bytes), segments_(std::move(segments)) {}
 
   int64_t k_for(int64_t n) const {
     if (n == 0) return 0;
@@ -260,40 +265,66 @@ class TopKCodec : public Codec {
 
   Encoded round_trip(const at::Tensor& x) override {
     const at::Tensor c = checked_payload(x, "topk");
-    const int64_t n = c.numel(), k = k_for(n);
+    const int64_t n = c.numel();
     at::Tensor d = at::zeros_like(c);
-    if (k == 0) return {d, 0.0};
+    int64_t lo = 0;
+    for (int64_t len : segments_of(n)) {
+      keep_largest(c.narrow(0, lo, len), d.narrow(0, lo, len), k_for(len));
+      lo += len;
+    }
+    return {d, bytes_for(n)};
+  }
+  std::string name() const override { return "topk"; }
+  // Exact: the kept count depends on the segment sizes only.
+  double bytes_for(int64_t n) const override {
+    int64_t k = 0;
+    for (int64_t len : segments_of(n)) k += k_for(len);
+    return double(k) * double(4 + index_bytes_);
+  }
+
+ private:
+  std::vector<int64_t> segments_of(int64_t n) const {
+    if (segments_.empty()) return {n};
+    int64_t total = 0;
+    for (int64_t len : segments_) total += len;
+    if (total != n)
+      throw std::invalid_argument("codec topk: the payload has " + std::to_string(n) +
+                                  " elements but its tensors add up to " + std::to_string(total));
+    return segments_;
+  }
+
+  // out (zeros, contiguous slice of the decoded tensor) <- the k largest |in|.
+  static void keep_largest(const at::Tensor& in, at::Tensor out, int64_t k) {
+    const int64_t n = in.numel();
+    if (k == 0) return;
     // The k-th largest |x| is unique whatever the tie order; everything above it
     // is kept, and the remaining slots go to the lowest indices equal to it.
-    const at::Tensor a = c.abs();
+    const at::Tensor a = in.abs();
     const double kth = std::get<0>(at::kthvalue(a, n - k + 1)).item<double>();
-    AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "topk_codec", [&] {
-      const scalar_t* in = c.data_ptr<scalar_t>();
+    AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "topk_codec", [&] {
+      const scalar_t* src = in.data_ptr<scalar_t>();
       const scalar_t* mag = a.data_ptr<scalar_t>();
-      scalar_t* out = d.data_ptr<scalar_t>();
+      scalar_t* dst = out.data_ptr<scalar_t>();
       const scalar_t t = static_cast<scalar_t>(kth);
       int64_t above = 0;
       for (int64_t i = 0; i < n; ++i) above += mag[i] > t;
       int64_t ties = k - above;
       for (int64_t i = 0; i < n; ++i) {
         if (mag[i] > t || (mag[i] == t && ties-- > 0))
-          out[i] = static_cast<scalar_t>(static_cast<float>(in[i]));  // fp32 on the wire
+          dst[i] = static_cast<scalar_t>(static_cast<float>(src[i]));  // fp32 on the wire
       }
     });
-    return {d, bytes_for(n)};
   }
-  std::string name() const override { return "topk"; }
-  double bytes_for(int64_t n) const override { return double(k_for(n)) * double(4 + index_bytes_); }
 
- private:
   double density_;
   int64_t index_bytes_;
+  std::vector<int64_t> segments_;  // empty: one segment, the whole payload
 };
 
 }  // namespace
 
 std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block, double topk_density,
-                                  int64_t index_bytes) {
+                                  int64_t index_bytes, std::vector<int64_t> topk_segments) {
   if (block < 1) throw std::invalid_argument("codec block must be >= 1, got " + std::to_string(block));
   if (!(topk_density > 0 && topk_density <= 1))
     throw std::invalid_argument("codec top-k density must be in (0, 1], got " + std::to_string(topk_density));
@@ -305,7 +336,9 @@ std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block, double
   if (name == "int8") return std::make_unique<BlockCodec>(name, nullptr, block);
   if (name == "fp4" || name == "fp4-e3m0") return std::make_unique<BlockCodec>("fp4-e3m0", &kE3M0, block);
   if (name == "fp4-e2m1") return std::make_unique<BlockCodec>(name, &kE2M1, block);
-  if (name == "topk") return std::make_unique<TopKCodec>(topk_density, index_bytes);
+  for (int64_t len : topk_segments)
+    if (len < 0) throw std::invalid_argument("codec top-k segment sizes must be >= 0, got " + std::to_string(len));
+  if (name == "topk") return std::make_unique<TopKCodec>(topk_density, index_bytes, std::move(topk_segments));
   throw std::invalid_argument("unknown codec '" + name + "': allowed values are " + join_choices(codec_names()));
 }
 

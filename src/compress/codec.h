@@ -14,7 +14,9 @@
 //   fp4-e2m1    per block, grid (max|x| / 6) * {0, 0.5, 1, 1.5, 2, 3, 4, 6} (OCP MX FP4) with a sign;
 //               both fp4: ceil(n / 2) + 4 * ceil(n / block) bytes
 //   topk        the k = max(1, round(density * n)) largest |x| (lower index wins ties), rest 0;
-//               k * (4 + index_bytes) bytes
+//               k * (4 + index_bytes) bytes. Given segments (the payload's tensors,
+//               codec.topk_scope = tensor), k_t = max(1, round(density * n_t)) per
+//               segment (empty segments keep 0) and sum(k_t) * (4 + index_bytes) bytes
 //
 // Rounding in the block codecs is to the nearest grid point, ties to the even
 // code (IEEE roundTiesToEven on the 3-bit magnitude code; the OCP MX rule):
@@ -57,7 +59,7 @@ class Codec {
   virtual Encoded round_trip(const at::Tensor& x) = 0;
   // The canonical name: make_codec(name(), ...) builds the same codec ("fp4" reports "fp4-e3m0").
   virtual std::string name() const = 0;
-  // Encoded size of an n-element payload; exact for every codec (top-k's k depends on n only).
+  // Encoded size of an n-element payload; exact for every codec (top-k's k depends on n and its segments only).
   virtual double bytes_for(int64_t n) const = 0;
 };
 
@@ -70,9 +72,12 @@ inline constexpr int64_t kDefaultCodecBlock = 128;
 inline constexpr double kDefaultTopkDensity = 0.01;
 
 // name: one of codec_names(). block >= 1 (int8, fp4), 0 < topk_density <= 1 and
-// index_bytes >= 1 (topk) are checked for every name. Throws std::invalid_argument.
+// index_bytes >= 1 (topk) are checked for every name. topk_segments (topk only):
+// sizes of consecutive segments selected separately, summing to every payload's
+// numel; empty = the whole payload is one. Throws std::invalid_argument.
 std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block = kDefaultCodecBlock,
-                                  double topk_density = kDefaultTopkDensity, int64_t index_bytes = 4);
+                                  double topk_density = kDefaultTopkDensity, int64_t index_bytes = 4,
+                                  std::vector<int64_t> topk_segments = {});
 
 // Error feedback (Seide et al. 2014; Karimireddy et al. 2019): keeps the
 // residual e of what the codec dropped and adds it to the next payload,

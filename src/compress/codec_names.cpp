@@ -59,6 +59,12 @@ void validate_codec_section(const CodecConfig& c, std::vector<std::string>& erro
   Problems p(errors);
   p.need(c.block >= 1, "codec.block must be >= 1");
   p.need(c.topk_density > 0 && c.topk_density <= 1, "codec.topk_density must be in (0, 1]");
+  p.enum_check("codec.topk_scope", c.topk_scope, topk_scopes());
+}
+
+const std::vector<std::string>& topk_scopes() {
+  static const std::vector<std::string> scopes = {"tensor", "global"};
+  return scopes;
 }
 
 }  // namespace atl

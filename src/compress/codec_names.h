@@ -23,6 +23,8 @@ std::string dense_codec_choices();
 
 // `key` names a codec ("diloco.codec = 'fp3': allowed values are ...").
 void validate_codec_key(const std::string& key, const std::string& name, std::vector<std::string>& errors);
+// codec.topk_scope's values: "tensor" (per tensor, the default) | "global".
+const std::vector<std::string>& topk_scopes();
 // The [codec] section: the knobs shared by every codec key.
 void validate_codec_section(const CodecConfig& c, std::vector<std::string>& errors);
 

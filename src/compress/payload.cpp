@@ -7,10 +7,13 @@
 
 namespace atl {
 
-PayloadCodec::PayloadCodec(const std::string& name, const CodecConfig& cfg) : name_(name) {
+PayloadCodec::PayloadCodec(const std::string& name, const CodecConfig& cfg, std::vector<int64_t> tensors)
+    : name_(name) {
   if (name == "fp32") return;
   sparse_ = name == "topk";
-  auto codec = make_codec(name, cfg.block, cfg.topk_density, /*index_bytes=*/4);
+  if (!sparse_ || cfg.topk_scope != "tensor") tensors.clear();
+  auto codec = make_codec(name, cfg.block, cfg.topk_density, /*index_bytes=*/4, std::move(tensors));
+  requantize_ = cfg.requantize_result && !sparse_;
   if (sparse_ && cfg.error_feedback) {
     feedback_ = std::make_unique<ErrorFeedback>(std::move(codec));
   } else {
@@ -23,6 +26,11 @@ double PayloadCodec::encode(at::Tensor& x) {
   Encoded e = feedback_ ? feedback_->round_trip(x) : codec_->round_trip(x);
   x.copy_(e.decoded);
   return e.bytes;
+}
+
+void PayloadCodec::requantize(at::Tensor& x) {
+  if (!requantize_) return;
+  x.copy_(codec_->round_trip(x).decoded);
 }
 
 namespace {
@@ -48,10 +56,17 @@ void add_sparse(at::Tensor& acc, const at::Tensor& packed) {
 
 }  // namespace
 
-void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag) {
+void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag,
+                     const std::vector<int64_t>& buckets) {
   const double bytes = codec.encode(x);
   if (!codec.sparse()) {
-    comm.all_reduce(x, ReduceOp::Mean, tag, codec.lossless() ? -1 : bytes);
+    const double wire = codec.lossless() ? -1 : bytes;
+    if (buckets.empty()) {
+      comm.all_reduce(x, ReduceOp::Mean, tag, wire);
+    } else {
+      comm.all_reduce_overlapped(x, ReduceOp::Mean, tag, buckets, wire);
+    }
+    codec.requantize(x);
     return;
   }
   std::vector<at::Tensor> all;
@@ -67,7 +82,11 @@ Work mean_all_reduce_async(Communicator& comm, PayloadCodec& codec, at::Tensor& 
     return Work();
   }
   const double bytes = codec.encode(x);
-  return comm.all_reduce_async(x, ReduceOp::Mean, tag, codec.lossless() ? -1 : bytes);
+  Work work = comm.all_reduce_async(x, ReduceOp::Mean, tag, codec.lossless() ? -1 : bytes);
+  // The codec outlives the Work (both belong to the strategy); x shares its storage with the caller's.
+  PayloadCodec* c = &codec;
+  work.then([c, x]() mutable { c->requantize(x); });
+  return work;
 }
 
 }  // namespace atl

@@ -7,16 +7,30 @@
 // "fp32" means uncompressed: the payload travels in its own dtype.
 //
 // Dense codecs (fp16, bf16, int8, fp4) keep the all-reduce: the encoded size
-// is what each hop of a ring carries. topk cannot: different workers keep
-// different entries, so a sparse payload is all-gathered as (int32 index,
-// fp32 value) pairs and summed in rank order, and the ledger counts what that
-// all-gather moves, (N - 1) * S per worker.
+// is what each hop of a ring carries. A real low-precision ring also carries
+// the partial sums in that precision, so what every worker receives is a
+// quantized result: with codec.requantize_result (the default) the reduced
+// mean is encoded and decoded once more with the same codec (requantize()),
+// identically on every worker. That is one rounding of the final result, not
+// one per hop: the hop-by-hop error depends on the ring's chunk order, which
+// the in-process reduction (exact, rank order) does not reproduce; the final
+// rounding is the part every ring has. Bytes do not change (the ledger already
+// charges every hop at the encoded size).
+//
+// topk cannot keep the all-reduce: different workers keep different entries,
+// so a sparse payload is all-gathered as (int32 index, fp32 value) pairs and
+// summed in rank order, and the ledger counts what that all-gather moves,
+// (N - 1) * S per worker. No reduced result travels, so there is nothing to
+// re-quantize: each receiver sums exact fp32 values. (A sparse ring all-reduce
+// would see its partial sums densify hop by hop; re-sparsifying them would
+// change the algorithm, not model its precision, so we do not.)
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "atoll/comm.h"
 #include "atoll/config.h"
@@ -26,10 +40,18 @@ namespace atl {
 
 class PayloadCodec {
  public:
-  PayloadCodec(const std::string& name, const CodecConfig& cfg);
+  // `tensors`: numel of each tensor the flat payload concatenates, in order;
+  // topk with codec.topk_scope = tensor selects within each (empty: the payload
+  // is one tensor). Other codecs ignore it.
+  PayloadCodec(const std::string& name, const CodecConfig& cfg, std::vector<int64_t> tensors = {});
   // Replaces the 1-D payload x by its decoded form; returns the encoded bytes.
   double encode(at::Tensor& x);
-  bool lossless() const { return codec_ == nullptr; }
+  // The reduced result x as a low-precision ring delivers it: encoded and
+  // decoded once more when codec.requantize_result is on and the codec
+  // quantizes (a no-op for fp32 and topk, see above). Deterministic, so every
+  // worker gets the same values from the same mean.
+  void requantize(at::Tensor& x);
+  bool lossless() const { return codec_ == nullptr && feedback_ == nullptr; }
   bool sparse() const { return sparse_; }
   const std::string& name() const { return name_; }
   // Checkpoints: the error-feedback residual (the only state a codec keeps).
@@ -40,15 +62,26 @@ class PayloadCodec {
  private:
   std::string name_;
   bool sparse_ = false;
-  std::unique_ptr<Codec> codec_;                 // null for fp32
+  bool requantize_ = false;                      // codec.requantize_result, for a quantizing codec
+  std::unique_ptr<Codec> codec_;                 // null for fp32 (and topk with error feedback)
   std::unique_ptr<ErrorFeedback> feedback_;      // topk with codec.error_feedback
 };
 
-// x <- mean over workers of every worker's decoded x (blocking).
-void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag);
+// x <- mean over workers of every worker's decoded x (blocking), re-quantized
+// (see requantize()).
+//
+// `buckets` (DDP with ddp.overlap): element counts of x's gradient buckets in
+// the order the backward pass produces them, summing to x.numel(); the
+// all-reduce is then timed bucket by bucket, overlapped with the backward
+// pass (Communicator::all_reduce_overlapped); values are the same. Empty, or
+// a sparse codec (an all-gather of the whole selection): one all-reduce after
+// the compute, as without overlap.
+void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag,
+                     const std::vector<int64_t>& buckets = {});
 
-// Non-blocking form for dense codecs (the clock is charged at wait()); sparse
-// codecs fall back to the blocking all-gather and return a finished Work.
+// Non-blocking form for dense codecs (the clock is charged at wait(), and
+// the re-quantization happens once the data are final); sparse codecs fall
+// back to the blocking all-gather and return a finished Work.
 Work mean_all_reduce_async(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag);
 
 }  // namespace atl

@@ -158,11 +158,21 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "clip each worker's pseudo-gradient to this L2 norm before combining (0 = off)"),
 
       field("ddp.codec", c.ddp.codec, "gradient codec: " + codec_choices()),
+      field("ddp.overlap", c.ddp.overlap,
+            "all-reduce the gradients in buckets overlapped with the backward pass (PyTorch DDP); false: "
+            "one all-reduce after it"),
+      field("ddp.bucket_mb", c.ddp.bucket_mb, "overlap: bucket cap in MiB of gradient (PyTorch bucket_cap_mb 25)"),
+      field("ddp.first_bucket_mb", c.ddp.first_bucket_mb,
+            "overlap: cap of the first bucket (last layers) in MiB (PyTorch 1)"),
 
       field("codec.block", c.codec.block, "elements per fp32 scale in the int8 and fp4 codecs"),
       field("codec.topk_density", c.codec.topk_density, "fraction of entries the topk codec keeps"),
       field("codec.error_feedback", c.codec.error_feedback,
             "topk codec: add what was not sent to the next payload"),
+      field("codec.requantize_result", c.codec.requantize_result,
+            "fp16/bf16/int8/fp4: re-encode the reduced mean as a low-precision ring delivers it (false: exact sum)"),
+      field("codec.topk_scope", c.codec.topk_scope,
+            "tensor (k largest of each tensor, DiLoCo's ablation) | global (k largest of the whole payload)"),
 
       field("palsgd.p", c.palsgd.p, "p: probability of a pseudo-synchronisation step (paper 0.2)"),
       field("palsgd.eta", c.palsgd.eta, "eta: pull toward the stored global model (paper 1)"),

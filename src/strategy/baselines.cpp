@@ -9,22 +9,48 @@ SingleStrategy::SingleStrategy(const Config& cfg, std::vector<at::Tensor> params
 
 void SingleStrategy::step(int64_t, double lr) { inner_.step(lr); }
 
-void average_gradients(const std::vector<at::Tensor>& params, Communicator& comm, PayloadCodec& codec) {
+std::vector<int64_t> ddp_buckets(const std::vector<int64_t>& numels, int64_t element_bytes,
+                                 double first_cap_bytes, double cap_bytes) {
+  std::vector<int64_t> out;
+  int64_t elements = 0;
+  for (auto it = numels.rbegin(); it != numels.rend(); ++it) {
+    if (*it == 0) continue;  // no gradient to send
+    elements += *it;
+    const double cap = out.empty() ? first_cap_bytes : cap_bytes;
+    if (double(elements) * double(element_bytes) >= cap) {
+      out.push_back(elements);
+      elements = 0;
+    }
+  }
+  if (elements > 0) out.push_back(elements);
+  return out;
+}
+
+GradientAverager::GradientAverager(const Config& cfg, const std::vector<at::Tensor>& params,
+                                   const std::string& codec)
+    : codec_(codec, cfg.codec, numels_of(params)) {
+  if (!cfg.ddp.overlap || params.empty()) return;
+  constexpr double kMiB = 1024.0 * 1024.0;  // PyTorch's bucket_cap_mb counts MiB
+  buckets_ = ddp_buckets(numels_of(params), params.front().element_size(), cfg.ddp.first_bucket_mb * kMiB,
+                         cfg.ddp.bucket_mb * kMiB);
+}
+
+void GradientAverager::average(const std::vector<at::Tensor>& params, Communicator& comm) {
   at::Tensor grads = flatten_grads(params);
-  mean_all_reduce(comm, codec, grads, "grad");
+  mean_all_reduce(comm, codec_, grads, "grad", buckets_);
   assign_grads(grads, params);
 }
 
 DdpStrategy::DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
-    : params_(params), comm_(comm), inner_(cfg.optim, params), codec_(cfg.ddp.codec, cfg.codec) {}
+    : params_(params), comm_(comm), inner_(cfg.optim, params), grads_(cfg, params, cfg.ddp.codec) {}
 
-void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, PayloadCodec& codec,
+void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, GradientAverager& grads,
               InnerOptimizer& inner, double lr) {
-  average_gradients(params, comm, codec);
+  grads.average(params, comm);
   inner.step(lr);
 }
 
-void DdpStrategy::step(int64_t, double lr) { ddp_step(params_, comm_, codec_, inner_, lr); }
+void DdpStrategy::step(int64_t, double lr) { ddp_step(params_, comm_, grads_, inner_, lr); }
 
 LocalSgdStrategy::LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params,
                                    Communicator& comm)
@@ -46,7 +72,7 @@ void SingleStrategy::visit_state(StateVisitor& v) { inner_.visit_state(v); }
 
 void DdpStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);
-  codec_.visit_state(v);
+  grads_.visit_state(v);
 }
 
 void LocalSgdStrategy::visit_state(StateVisitor& v) { inner_.visit_state(v); }

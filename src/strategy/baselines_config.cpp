@@ -11,4 +11,13 @@ void validate_single(const Config& c, std::vector<std::string>& errors) {
       "strategy.name = 'single' trains one worker: set strategy.workers = 1 or pick another strategy");
 }
 
+void validate_ddp(const Config& c, std::vector<std::string>& errors) {
+  Problems p(errors);
+  // Finite too: a cap is turned into a byte count.
+  p.need(c.ddp.bucket_mb > 0 && c.ddp.bucket_mb < 1e9,
+         "ddp.bucket_mb must be > 0 MiB (PyTorch's default is 25), got " + std::to_string(c.ddp.bucket_mb));
+  p.need(c.ddp.first_bucket_mb > 0 && c.ddp.first_bucket_mb < 1e9,
+         "ddp.first_bucket_mb must be > 0 MiB (PyTorch's default is 1), got " + std::to_string(c.ddp.first_bucket_mb));
+}
+
 }  // namespace atl

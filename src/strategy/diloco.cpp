@@ -12,7 +12,7 @@ namespace atl {
 
 OuterSync::OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params,
                      Communicator& comm)
-    : params_(std::move(params)), comm_(comm), cfg_(outer), codec_(outer.codec, cfg.codec), faults_(cfg) {
+    : params_(std::move(params)), comm_(comm), cfg_(outer), codec_(outer.codec, cfg.codec, numels_of(params_)), faults_(cfg) {
   global_ = flatten_values(params_);
   momentum_ = at::zeros_like(global_);
   if (cfg_.outer_optimizer == "adam") second_moment_ = at::zeros_like(global_);
@@ -66,8 +66,13 @@ at::Tensor OuterSync::combine(at::Tensor delta, bool contributes, double wire_by
   if (cfg_.aggregator == "mean") {
     comm_.all_reduce(payload, ReduceOp::Sum, "pseudo-grad", wire_bytes);
     *contributors = static_cast<int64_t>(std::llround(payload[n].item<double>()));
-    return *contributors > 0 ? payload.narrow(0, 0, n).div(double(*contributors)) : delta;
+    if (*contributors == 0) return delta;
+    at::Tensor mean = payload.narrow(0, 0, n).div(double(*contributors));
+    codec_.requantize(mean);  // as mean_all_reduce: the ring delivers a quantized result
+    return mean;
   }
+  // The robust aggregators gather every worker's decoded payload and combine
+  // them locally: no reduced result travels, nothing is re-quantized.
   std::vector<at::Tensor> all;
   comm_.all_gather(payload, all, "pseudo-grad");
   std::vector<at::Tensor> rows;
@@ -157,13 +162,13 @@ DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params
       comm_(comm),
       inner_(cfg.optim, params),
       outer_(cfg.diloco, cfg, params, comm),
-      grad_codec_("fp32", cfg.codec),
+      grads_(cfg, params, "fp32"),
       inner_steps_(cfg.diloco.inner_steps),
       warmup_(cfg.diloco.ddp_warmup_steps) {}
 
 void DiLoCoStrategy::step(int64_t t, double lr) {
   if (t < warmup_) {
-    ddp_step(params_, comm_, grad_codec_, inner_, lr);
+    ddp_step(params_, comm_, grads_, inner_, lr);
     if (t + 1 == warmup_) outer_.reset_global();
     return;
   }
@@ -176,7 +181,7 @@ bool DiLoCoStrategy::needs_gradient(int64_t t) const { return t < warmup_ || !ou
 void DiLoCoStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);
   outer_.visit_state(v);
-  grad_codec_.visit_state(v);
+  grads_.visit_state(v);
 }
 
 }  // namespace atl

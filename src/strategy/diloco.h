@@ -21,6 +21,7 @@
 #include "strategy/faults.h"
 #include "strategy/inner_optimizer.h"
 #include "compress/payload.h"
+#include "strategy/baselines.h"
 
 namespace atl {
 
@@ -99,7 +100,7 @@ class DiLoCoStrategy : public Strategy {
   Communicator& comm_;
   InnerOptimizer inner_;
   OuterSync outer_;
-  PayloadCodec grad_codec_;  // DDP warm-up: uncompressed gradients
+  GradientAverager grads_;  // DDP warm-up: uncompressed gradients, [ddp] overlap
   int64_t inner_steps_, warmup_;
 };
 

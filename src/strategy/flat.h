@@ -4,9 +4,18 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace atl {
+
+// Elements of each tensor, in order: where a flat buffer's tensors begin and end.
+inline std::vector<int64_t> numels_of(const std::vector<at::Tensor>& ts) {
+  std::vector<int64_t> out;
+  out.reserve(ts.size());
+  for (const auto& t : ts) out.push_back(t.numel());
+  return out;
+}
 
 // (P) concatenation of the tensors' values (a copy).
 inline at::Tensor flatten_values(const std::vector<at::Tensor>& ts) {

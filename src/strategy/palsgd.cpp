@@ -30,7 +30,7 @@ PalsgdStrategy::PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params
       coin_seed_(mix_seed(static_cast<uint64_t>(cfg.run.seed), static_cast<uint64_t>(comm.rank()) + 1, 0x9a15)),
       inner_(cfg.optim, params),
       outer_(outer_config(cfg.palsgd, cfg.diloco), cfg, params, comm),
-      grad_codec_("fp32", cfg.codec) {}
+      grads_(cfg, params, "fp32") {}
 
 bool PalsgdStrategy::pseudo_sync(int64_t t) const {
   if (t < cfg_.ddp_warmup_steps || cfg_.p <= 0) return false;
@@ -40,7 +40,7 @@ bool PalsgdStrategy::pseudo_sync(int64_t t) const {
 
 void PalsgdStrategy::step(int64_t t, double lr) {
   if (t < cfg_.ddp_warmup_steps) {
-    ddp_step(params_, comm_, grad_codec_, inner_, lr);
+    ddp_step(params_, comm_, grads_, inner_, lr);
     if (t + 1 == cfg_.ddp_warmup_steps) outer_.reset_global();
     return;
   }
@@ -69,7 +69,7 @@ std::map<std::string, double> PalsgdStrategy::stats() const {
 void PalsgdStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);
   outer_.visit_state(v);
-  grad_codec_.visit_state(v);
+  grads_.visit_state(v);
   v.integer("pseudo_steps", pseudo_steps_);
   v.integer("local_steps", local_steps_);
 }

@@ -51,7 +51,7 @@ class PalsgdStrategy : public Strategy {
   uint64_t coin_seed_;
   InnerOptimizer inner_;
   OuterSync outer_;
-  PayloadCodec grad_codec_;
+  GradientAverager grads_;  // DDP warm-up: uncompressed gradients, [ddp] overlap
   int64_t pseudo_steps_ = 0, local_steps_ = 0;
 };
 

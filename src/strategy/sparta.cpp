@@ -243,6 +243,9 @@ void SparseAverager::after_step(int64_t t) {
 
 void SparseAverager::apply(InFlight& f) {
   f.mix.wait();
+  // A global all-reduce delivers a quantized mean (payload.h); gossip and ring
+  // neighbours average the decoded values they received themselves.
+  if (mixer_.topology() == Topology::Global) codec_.requantize(f.values);
   if (f.sent.defined()) {
     add_selected(params_, f.selection, f.values - f.sent);
   } else {

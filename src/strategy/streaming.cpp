@@ -53,14 +53,16 @@ StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<
     throw std::invalid_argument("streaming: " + std::to_string(count) + " fragments need diloco.inner_steps (H = " +
                                 std::to_string(h) + ") to be a multiple of F and streaming.overlap < H/F");
   fragments_.resize(size_t(count));
-  for (int64_t p = 0; p < count; ++p) {
-    fragments_[size_t(p)].offset = (p + 1) * (h / count) - 1;
-    fragments_[size_t(p)].codec = std::make_unique<PayloadCodec>(cfg_.codec, cfg.codec);
-  }
+  for (int64_t p = 0; p < count; ++p) fragments_[size_t(p)].offset = (p + 1) * (h / count) - 1;
   for (size_t k = 0; k < params_.size(); ++k) {
     fragments_[size_t(which[k])].members.push_back(k);
     global_.push_back(params_[k].detach().clone());
     momentum_.push_back(at::zeros_like(global_.back()));
+  }
+  for (auto& f : fragments_) {
+    std::vector<int64_t> tensors;  // the fragment's payload concatenates its members (prepare())
+    for (size_t k : f.members) tensors.push_back(params_[k].numel());
+    f.codec = std::make_unique<PayloadCodec>(cfg_.codec, cfg.codec, tensors);
   }
 }
 

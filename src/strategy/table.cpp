@@ -46,7 +46,7 @@ const std::vector<Method>& strategy_table() {
   static const std::vector<Method> table = {
       // name           traits                                codec keys                        DDP warm-up key            validate            make
       {"single",        0,                                    {},                               nullptr,                   validate_single,    make<SingleStrategy>},
-      {"ddp",           0,                                    {"ddp.codec"},                    nullptr,                   nullptr,            make<DdpStrategy>},
+      {"ddp",           0,                                    {"ddp.codec"},                    nullptr,                   validate_ddp,       make<DdpStrategy>},
       {"localsgd",      kAnyTopology,                         {},                               nullptr,                   nullptr,            make<LocalSgdStrategy>},
       {"diloco",        kGlobalModel | kOuterSync | kAbsence, {"diloco.codec"},                 nullptr,                   validate_diloco,    make<DiLoCoStrategy>},
       {"sparta",        kAnyTopology,                         {"sparta.codec"},                 nullptr,                   validate_sparta,    make<SpartaStrategy>},

@@ -71,6 +71,7 @@ class Mixer {
   // The ranks this rank mixes with at `round` (empty for Global: everyone).
   std::vector<int64_t> peers(int64_t round) const;
   Communicator& comm() const { return comm_; }
+  Topology topology() const { return topology_; }
 
  private:
   Topology topology_;
