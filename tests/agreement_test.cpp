@@ -92,11 +92,6 @@ TEST(WorkerAgreement, NothingMovedGivesUndefinedFigures) {
 
 TEST(WorkerAgreement, RunsLogItInEventsCsvAndSummary) {
   testing::TempDir tmp;
-  auto events_of = [](const RunSummary& s) {
-    std::vector<nlohmann::json> out;
-    for (const auto& line : s.events) out.push_back(nlohmann::json::parse(line));
-    return out;
-  };
   // DDP keeps the workers bitwise identical: correlation 1, no disagreement.
   Config ddp = tiny_config("ddp", 2);
   ddp.strategy.correlation_every = 10;

@@ -3,11 +3,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "atoll/config.h"
 #include "atoll/data.h"
+#include "atoll/train.h"
 #include "test_util.h"
 #include "util/rng.h"
 
@@ -55,6 +57,13 @@ inline Config tiny_config(const std::string& strategy, int64_t workers) {
   cfg.diloco.inner_steps = 5;
   cfg.run.progress = false;
   return cfg;
+}
+
+// A finished simulation's metrics events, parsed.
+inline std::vector<nlohmann::json> events_of(const RunSummary& s) {
+  std::vector<nlohmann::json> out;
+  for (const auto& line : s.events) out.push_back(nlohmann::json::parse(line));
+  return out;
 }
 
 }  // namespace atl

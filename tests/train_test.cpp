@@ -321,11 +321,6 @@ TEST(Train, GoldenTwentyStepTrajectoriesPerStrategyAreUnchanged) {
 }
 
 TEST(Train, MultiWorkerRunsLogParameterCorrelationAndSpartaItsExchangeCounts) {
-  auto events_of = [](const RunSummary& s) {
-    std::vector<nlohmann::json> out;
-    for (const auto& line : s.events) out.push_back(nlohmann::json::parse(line));
-    return out;
-  };
   Config cfg = tiny_config("sparta", 3);
   cfg.strategy.correlation_every = 10;
   cfg.sparta.p = 0.05;
