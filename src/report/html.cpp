@@ -263,8 +263,9 @@ const char* kChartScript = R"js(
       datasets.push({label, data, borderColor: color, backgroundColor: color, pointRadius: 2, borderWidth: 1.5,
                      tension: 0});
       if (r.seeds > 1) {
-        // The band: the low edge, then the high edge filled down to it.
-        const band = {borderWidth: 0, borderColor: color, pointRadius: 0, tension: 0, band: true,
+        // The band: the low edge, then the high edge filled down to it, drawn
+        // beneath every mean curve (order 1; Chart.js draws lower orders on top).
+        const band = {borderWidth: 0, borderColor: color, pointRadius: 0, tension: 0, band: true, order: 1,
                       backgroundColor: color + '33'};
         datasets.push(Object.assign({label: r.name + ' low', data: points(s.x, s.low, c.keep), fill: false}, band));
         datasets.push(Object.assign({label: r.name + ' high', data: points(s.x, s.high, c.keep), fill: '-1'}, band));
