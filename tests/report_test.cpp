@@ -1,6 +1,7 @@
 // The HTML report and the run-folder reader behind it, on real (tiny) runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "atoll/report.h"
 #include "atoll/train.h"
 #include "report/groups.h"
+#include "util/format.h"
 #include "test_util.h"
 #include "tiny_data.h"
 
@@ -132,6 +134,35 @@ TEST(CompareTable, HasTheWorkersAgreementColumns) {
   char figures[64];
   std::snprintf(figures, sizeof figures, "| %.4f | %.4g |\n", ddp.final_update_correlation, ddp.final_disagreement);
   EXPECT_NE(table.find(figures), std::string::npos) << figures << "\n" << table;
+}
+
+// Two seeds each of DDP and DiLoCo: atoll compare shows one row per setting,
+// the mean over its seeds with its interval and the paired difference.
+TEST(CompareTable, SeedsOfASettingAreOneRowWithTheirMeanAndInterval) {
+  TempDir dir;
+  std::vector<std::string> folders;
+  for (const char* strategy : {"ddp", "diloco"})
+    for (int k = 1; k <= 2; ++k) {
+      Config cfg = tiny_config(strategy, 2);
+      cfg.train.steps = 4;
+      cfg.run.seed = 1336 + k;
+      cfg.run.out_dir = dir.str();
+      cfg.run.name = std::string(strategy) + "_s" + std::to_string(k);
+      train(cfg);
+      folders.push_back(dir.path(cfg.run.name));
+    }
+  const std::string table = compare_runs(folders);
+  const double d1 = load_run(folders[0]).final_val_loss, d2 = load_run(folders[1]).final_val_loss;
+  const double l1 = load_run(folders[2]).final_val_loss, l2 = load_run(folders[3]).final_val_loss;
+  EXPECT_NE(table.find("| ddp | 2 | ddp | 2 | 4 | 128 | " + format_mean_interval(mean_interval({d1, d2}), 4) + " |"),
+            std::string::npos)
+      << table;
+  const MeanInterval diff = mean_interval({l1 - d1, l2 - d2});
+  EXPECT_NE(table.find(format_number("%+.4f", diff.mean) + format_number(" ± %.4f", diff.half_width) + " (" +
+                       difference_verdict(diff) + ")"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2 + 2 + 2);  // header, rule, 2 rows, note
 }
 
 TEST(HtmlReport, AnExplicitBaselineAndTargetLossAreUsed) {

@@ -51,10 +51,10 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     const RunGroup& base = reference_group(groups, spec.baseline);
     const RunGroup* ddp = ddp_group(groups);
     const GroupFigures fd = ddp ? group_figures(*ddp, spec.target_loss) : GroupFigures{};
-    o << "| run | seeds | strategy | N | steps | final eval loss | vs " << base.name
+    o << "| run | seeds | strategy | N | steps | final eval loss | perplexity | vs " << base.name
       << " (paired) | sent per worker (MB) | reduction vs DDP | simulated time (s)";
     if (spec.target_loss > 0) o << " | time to loss " << format_number("%.3g", spec.target_loss) << " (s)";
-    o << " | correlation |\n|---|---|---|---|---|---|---|---|---|---|" << (spec.target_loss > 0 ? "---|" : "")
+    o << " | correlation |\n|---|---|---|---|---|---|---|---|---|---|---|" << (spec.target_loss > 0 ? "---|" : "")
       << "\n";
     for (const auto& g : groups) {
       const RunData& r = *g.runs.front();
@@ -72,7 +72,11 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
                      : format_number("%+.4f", d.mean) + " (one seed)";
       }
       o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << r.workers << " | " << r.steps << " | "
-        << format_mean_interval(f.loss, 4) << " | " << versus << " | " << format_megabytes(f.bytes_per_worker.mean)
+        << format_mean_interval(f.loss, 4) << " | " << format_mean_interval(f.ppl, 3) << " | " << versus << " | "
+        << format_megabytes(f.bytes_per_worker.mean)
+        << (f.bytes_per_worker.has_interval() && f.bytes_per_worker.half_width > 0
+                ? " ± " + format_megabytes(f.bytes_per_worker.half_width)
+                : std::string())
         << " | " << reduction << " | " << format_mean_interval(f.sim_seconds, 1);
       if (spec.target_loss > 0) {
         o << " | ";

@@ -32,6 +32,14 @@ std::string versus(const RunGroup& g, const RunGroup& base, const GroupFigures& 
   return format_number("%+.4f", d.mean) + format_number(" ± %.4f", d.half_width) + " (" + difference_verdict(d) + ")";
 }
 
+// An interval in other units (bytes as MB).
+MeanInterval scaled(MeanInterval m, double factor) {
+  m.mean *= factor;
+  m.half_width *= factor;
+  m.sd *= factor;
+  return m;
+}
+
 // Agreement figures are undefined (NaN) for one worker, older runs, or
 // before the workers moved.
 std::string figure_or_dash(double v, const char* format) {
@@ -55,16 +63,17 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
   const RunGroup& base = groups.front();
   const GroupFigures fb = group_figures(base, 0);
   std::ostringstream o;
-  o << "| run | seeds | strategy | N | steps | global batch tokens | final val loss | vs first (paired) | "
+  o << "| run | seeds | strategy | N | steps | global batch tokens | final val loss | perplexity | vs first (paired) | "
        "sent/worker (MB) | bytes vs first | sim time (s) | utilisation | correlation | update correlation | "
        "disagreement |\n";
-  o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& g : groups) {
     const RunData& r = *g.runs.front();
     const GroupFigures f = group_figures(g, 0);
     o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << r.workers << " | " << r.steps << " | "
-      << r.global_batch_tokens << " | " << format_mean_interval(f.loss, 4) << " | " << versus(g, base, fb)
-      << " | " << format_number("%.2f", f.bytes_per_worker.mean / 1e6) << " | "
+      << r.global_batch_tokens << " | " << format_mean_interval(f.loss, 4) << " | "
+      << format_mean_interval(f.ppl, 3) << " | " << versus(g, base, fb) << " | "
+      << format_mean_interval(scaled(f.bytes_per_worker, 1e-6), 2) << " | "
       << bytes_ratio(f.bytes_per_worker.mean, fb.bytes_per_worker.mean) << " | "
       << format_mean_interval(f.sim_seconds, 1) << " | "
       << format_number("%.1f%%", 100.0 * f.utilisation.mean) << " | "

@@ -52,15 +52,16 @@ std::string seconds(double s) {
 }
 
 // "1.6512 ± 0.0031" as HTML, or the mean alone for one seed.
+// (Figures every seed gives alike, such as modelled times, show no "± 0".)
 std::string mean_pm(const MeanInterval& m, const char* fmt) {
   std::string out = format_number(fmt, m.mean);
-  if (m.has_interval()) out += " &plusmn; " + format_number(fmt, m.half_width);
+  if (m.has_interval() && m.half_width > 0) out += " &plusmn; " + format_number(fmt, m.half_width);
   return out;
 }
 
 std::string seconds_pm(const MeanInterval& m) {
   std::string out = seconds(m.mean);
-  if (m.has_interval()) out += " &plusmn; " + seconds(m.half_width);
+  if (m.has_interval() && m.half_width > 0) out += " &plusmn; " + seconds(m.half_width);
   return out;
 }
 

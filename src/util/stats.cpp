@@ -64,7 +64,8 @@ Sign interval_sign(const std::vector<double>& differences, double confidence) {
 
 std::string format_mean_interval(const MeanInterval& m, int digits) {
   char buf[96];
-  if (m.has_interval())
+  // Figures every seed gives alike (bytes, modelled times) show no "± 0".
+  if (m.has_interval() && m.half_width > 0)
     std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, m.mean, digits, m.half_width);
   else
     std::snprintf(buf, sizeof buf, "%.*f", digits, m.mean);
