@@ -23,7 +23,7 @@ src = read("config", "fields.cpp") + read("config", "sections.cpp") + read("conf
 rules = read("strategy", "table.cpp") + read("compress", "codec_names.cpp") + "".join(
     read("strategy", f) for f in sorted(os.listdir(os.path.join(root, "src", "strategy")))
     if f.endswith("_config.cpp"))
-net = read("net", "parse.cpp") + read("net", "validate_network.cpp")
+net = read("net", "parse.cpp") + read("net", "validate_network.cpp") + read("net", "devices.cpp")
 
 keys = re.findall(r'field\("([a-z_]+)\.([a-z0-9_]+)"', src)
 sections = sorted({s for s, _ in keys}) + ["sweep"]
