@@ -51,6 +51,7 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     const RunGroup& base = reference_group(groups, spec.baseline);
     const RunGroup* ddp = ddp_group(groups);
     const GroupFigures fd = ddp ? group_figures(*ddp, spec.target_loss) : GroupFigures{};
+    const double base_loss = group_figures(base, 0).loss.mean;
     o << "| run | seeds | strategy | N | steps | final eval loss | perplexity | vs " << base.name
       << " (paired) | sent per worker (MB) | reduction vs DDP | simulated time (s)";
     if (spec.target_loss > 0) o << " | time to loss " << format_number("%.3g", spec.target_loss) << " (s)";
@@ -66,10 +67,8 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
       std::string versus = "—";
       if (&g != &base) {
         const MeanInterval d = paired_loss_difference(g, base);
-        versus = d.n == 0 ? "no shared seed"
-                 : d.has_interval()
-                     ? format_number("%+.4f", d.mean) + format_number(" ± %.4f", d.half_width) + " (" + difference_verdict(d) + ")"
-                     : format_number("%+.4f", d.mean) + " (one seed)";
+        versus = format_paired_difference(d, base_loss, "±");
+        if (d.has_interval()) versus += " (" + difference_verdict(d) + ")";
       }
       o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << r.workers << " | " << r.steps << " | "
         << format_mean_interval(f.loss, 4) << " | " << format_mean_interval(f.ppl, 3) << " | " << versus << " | "

@@ -26,10 +26,8 @@ std::string bytes_ratio(double bytes, double base) {
 std::string versus(const RunGroup& g, const RunGroup& base, const GroupFigures& fb) {
   if (&g == &base) return "-";
   const MeanInterval d = paired_loss_difference(g, base);
-  if (d.n == 0) return "no shared seed";
-  if (!d.has_interval())
-    return format_number("%+.4f", d.mean) + format_number(" (%+.2f%%, one seed)", 100.0 * d.mean / fb.loss.mean);
-  return format_number("%+.4f", d.mean) + format_number(" ± %.4f", d.half_width) + " (" + difference_verdict(d) + ")";
+  const std::string text = format_paired_difference(d, fb.loss.mean, "±");
+  return d.has_interval() ? text + " (" + difference_verdict(d) + ")" : text;
 }
 
 // An interval in other units (bytes as MB).

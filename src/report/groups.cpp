@@ -6,6 +6,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "util/format.h"
+
 namespace atl {
 namespace {
 
@@ -96,6 +98,13 @@ MeanInterval paired_loss_difference(const RunGroup& a, const RunGroup& b) {
     for (const RunData* y : b.runs)
       if (seed_of(*x) == seed_of(*y)) d.push_back(x->final_val_loss - y->final_val_loss);
   return mean_interval(d);
+}
+
+std::string format_paired_difference(const MeanInterval& d, double base_loss, const std::string& plus_minus) {
+  if (d.n == 0) return "no shared seed";
+  if (!d.has_interval())
+    return format_number("%+.4f", d.mean) + format_number(" (%+.2f%%, one seed)", 100.0 * d.mean / base_loss);
+  return format_number("%+.4f", d.mean) + " " + plus_minus + format_number(" %.4f", d.half_width);
 }
 
 std::string difference_verdict(const MeanInterval& d) {

@@ -37,6 +37,11 @@ GroupFigures group_figures(const RunGroup& g, double target_loss);
 // groups ran (matched by run.seed); n = 0 when they share none.
 MeanInterval paired_loss_difference(const RunGroup& a, const RunGroup& b);
 
+// A paired difference in words for the tables: "no shared seed",
+// "+0.0123 (+0.52%, one seed)" (relative to `base_loss`) or "+0.0123 ± 0.0040"
+// with `plus_minus` ("±", or "&plusmn;" in HTML); the caller adds the verdict.
+std::string format_paired_difference(const MeanInterval& d, double base_loss, const std::string& plus_minus);
+
 // "significant" (interval excludes 0), "inconclusive" or "one seed".
 std::string difference_verdict(const MeanInterval& d);
 

@@ -94,13 +94,9 @@ std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& b
     std::string versus = "&mdash;";
     if (&g != &base) {
       const MeanInterval d = paired_loss_difference(g, base);
-      if (d.n == 0)
-        versus = "no shared seed";
-      else if (!d.has_interval())
-        versus = format_number("%+.4f", d.mean) + format_number(" (%+.2f%%)", 100.0 * d.mean / fb.loss.mean);
-      else
-        versus = format_number("%+.4f", d.mean) + format_number(" &plusmn; %.4f", d.half_width) + " <span class=\"" +
-                 difference_verdict(d) + "\">" + difference_verdict(d) + "</span>";
+      versus = format_paired_difference(d, fb.loss.mean, "&plusmn;");
+      if (d.has_interval())
+        versus += " <span class=\"" + difference_verdict(d) + "\">" + difference_verdict(d) + "</span>";
     }
     std::string reduction = "&mdash;";
     if (fd && fd->bytes_per_worker.mean > 0) {
