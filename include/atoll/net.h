@@ -70,6 +70,10 @@ class NetworkModel {
   // so every rank computes the same time for the same op.
   double op_seconds(CommOp op, double payload, const std::vector<int64_t>& participants,
                     uint64_t op_index) const;
+  // The same formula for `n` ranks whose links are those of `participants`
+  // (a flat ring over every device of the participating islands).
+  double op_seconds_for(CommOp op, double payload, const std::vector<int64_t>& participants, int64_t n,
+                        uint64_t op_index) const;
   // The same for all ranks 0..N-1.
   double collective_seconds(CommOp op, double payload, uint64_t op_index) const;
 
@@ -89,6 +93,59 @@ class NetworkModel {
   double jitter_;
   uint64_t seed_;
   std::vector<Outage> outages_;
+};
+
+// --- Islands: a two-level network (ALGORITHMS.md 7.2, islands table) -------
+//
+// I islands of D devices. Inside an island the devices share fast links
+// (`intra`); islands reach each other over wide-area links (one per island,
+// which each of its devices may use). A cross-island op is run by the
+// islands together; `islands.exchange` says how its payload travels:
+//   flat:    every device in one ring over the wide-area links;
+//   leader:  reduce inside the island, the leaders run the op over the
+//            wide-area links, the leader broadcasts the result inside (1-to-N);
+//   sharded: each device carries 1/D of the payload over its own wide-area
+//            link (reduce-scatter inside, the op across, all-gather inside).
+enum class IslandExchange { Flat, Leader, Sharded };
+IslandExchange parse_exchange(const std::string& name);  // flat | leader | sharded
+std::string to_string(IslandExchange exchange);
+
+// What one op costs one device: bytes on each link class and network time.
+struct OpCharge {
+  double sent = 0, received = 0;              // over the wide-area links (between islands)
+  double intra_sent = 0, intra_received = 0;  // over the links inside the island
+  double seconds = 0;                         // network time of the whole op
+  double intra_seconds = 0;                   // the part of `seconds` spent inside the island
+};
+
+class IslandNetwork {
+ public:
+  // `wan`: one link per island (its wide-area link), with the collective
+  // algorithm and the jitter of the wide-area ops; `intra`: the links
+  // inside every island; `devices` D >= 1.
+  IslandNetwork(NetworkModel wan, Link intra, int64_t devices, IslandExchange exchange);
+
+  // The charge to device `device` (0..D-1; 0 is the island's leader) of a
+  // cross-island op. `payload`: this device's payload S (bytes).
+  // `largest`: the largest payload of any island (all-gather of differing
+  // sizes; = payload otherwise) — it sets the op's time. `others`: bytes the
+  // op brings from the other islands to one island (all-gather: the sum of
+  // the others' payloads; otherwise unused). `participants`: the islands
+  // taking part (empty = all). `is_root`: broadcast root island.
+  OpCharge charge(CommOp op, double payload, double largest, double others, int64_t device, bool is_root,
+                  const std::vector<int64_t>& participants, uint64_t op_index) const;
+
+  int64_t islands() const { return wan_.workers(); }
+  int64_t devices() const { return devices_; }
+  IslandExchange exchange() const { return exchange_; }
+  const NetworkModel& wan() const { return wan_; }
+  const Link& intra() const { return intra_; }
+
+ private:
+  NetworkModel wan_;
+  Link intra_;
+  int64_t devices_;
+  IslandExchange exchange_;
 };
 
 // One worker's simulated time. Compute advances it; a blocking op moves it
