@@ -56,6 +56,13 @@ class DistGroup {
   // Wall seconds this rank spent inside the communicator's ops (observer
   // collectives excluded).
   virtual double measured_comm_seconds() const = 0;
+  // Islands (D = island_devices > 1 at connect): this rank is device r % D of
+  // island r / D. island_comm(): the island's D ranks (group rank r % D);
+  // cross_comm(): device r % D of every island (group rank r / D, size N / D).
+  // Both null when connected without islands. Their ops are in their own
+  // ledgers and measured in measured_comm_seconds().
+  virtual Communicator* island_comm() { return nullptr; }
+  virtual Communicator* cross_comm() { return nullptr; }
   // Observer collectives (not in the ledger or the simulated clock):
   // all-gather of equal-size 1-D tensors, barrier and all-gather of strings.
   virtual std::vector<at::Tensor> raw_all_gather(const at::Tensor& t) = 0;
@@ -74,7 +81,10 @@ class DistGroup {
 // flat_lines(flatten(cfg)),
 // must equal rank 0's; differing keys are named), then a Gloo process group.
 // Throws with the address and what to check on failure.
+// `island_devices` = D > 1 also connects the island and cross groups (see
+// DistGroup::island_comm); it must divide the world size (else
+// std::invalid_argument before any connection is tried).
 std::unique_ptr<DistGroup> connect_gloo(const DistOptions& opts, CollectiveAlgo ledger_algo,
-                                        const std::string& fingerprint = "");
+                                        const std::string& fingerprint = "", int64_t island_devices = 1);
 
 }  // namespace atl

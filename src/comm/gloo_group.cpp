@@ -12,7 +12,18 @@
 // error in the store before exiting on one; a rank whose op fails reads those
 // to say which rank was lost and why. If the store itself is gone, rank 0
 // (its host) is the one lost.
+//
+// Islands (island_devices = D > 1): besides the world group, every rank
+// joins two more process groups over prefixes of the same store, its
+// island's ("atoll/island/<i>") and its device index's cross-island group
+// ("atoll/cross/<d>"). The prefixes keep the groups' rendezvous keys apart
+// (every group's Gloo rendezvous writes the same keys, "<transport
+// index>/<rank>", so unprefixed groups would read each other's addresses);
+// each group has its own connections, worker thread and op tags, so ops of
+// different groups never match each other. Failures are diagnosed with the
+// world's heartbeats, since a lost rank is lost to every group.
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -48,14 +59,31 @@ std::string store_string(c10d::Store& store, const std::string& key) {
   return std::string(v.begin(), v.end());
 }
 
+// "ranks 1, 3, 5" (every `stride`th rank from `first`, `count` of them),
+// shortened to "ranks 1, 3, ..., 15" past four.
+std::string strided_ranks(int64_t first, int64_t stride, int64_t count) {
+  std::string out = count == 1 ? "rank " : "ranks ";
+  for (int64_t k = 0; k < count; ++k) {
+    if (count > 4 && k == 2) {
+      out += ", ...";
+      k = count - 1;
+    }
+    out += (k == 0 ? "" : ", ") + std::to_string(first + k * stride);
+  }
+  return out;
+}
+
 // The Communicator backend: every op runs on the process group and waits.
+// `where` names this rank in its errors: "rank 3" for the world group, with
+// the subgroup added for an island's or a cross group's communicator.
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroup> pg, CollectiveAlgo algo,
-                   std::function<std::string(const std::string&)> diagnose)
+                   std::function<std::string(const std::string&)> diagnose, std::string where)
       : Communicator(pg->getRank(), pg->getSize(), algo),
         pg_(std::move(pg)),
         diagnose_(std::move(diagnose)),
+        where_(std::move(where)),
         send_seq_(size(), 0),
         recv_seq_(size(), 0) {}
 
@@ -69,8 +97,7 @@ class GlooCommunicator final : public Communicator {
     try {
       op();
     } catch (const std::exception& e) {
-      throw std::runtime_error(std::string(what) + " on rank " + std::to_string(rank()) +
-                               " failed: " + diagnose_(e.what()));
+      throw std::runtime_error(std::string(what) + " on " + where_ + " failed: " + diagnose_(e.what()));
     }
   }
   // A communicator op: guarded, and its wall time measured. With
@@ -262,6 +289,7 @@ class GlooCommunicator final : public Communicator {
 
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
   std::function<std::string(const std::string&)> diagnose_;
+  std::string where_;
   std::vector<uint64_t> send_seq_, recv_seq_;
   std::vector<InFlightSend> in_flight_;
   double measured_ = 0;
@@ -271,36 +299,65 @@ class GlooCommunicator final : public Communicator {
 class GlooDistGroup final : public DistGroup {
  public:
   // `beat_store`: a second connection for the heartbeat thread (null: none).
+  // `island_devices` > 1 (already validated): also the island and cross groups.
   GlooDistGroup(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::Store> beat_store,
-                int64_t rank, int64_t size, const DistOptions& opts, CollectiveAlgo algo)
+                int64_t rank, int64_t size, const DistOptions& opts, CollectiveAlgo algo,
+                int64_t island_devices)
       : store_(std::move(store)), beat_store_(std::move(beat_store)), opts_(opts) {
-    auto pg_opts = c10d::ProcessGroupGloo::Options::create(to_ms(opts.timeout_s));
-    pg_opts->devices.push_back(make_device(opts));
-    pg_opts->threads = 1;  // one worker thread per rank: the cores belong to compute
-    c10::intrusive_ptr<c10d::ProcessGroup> pg;
-    try {
-      pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, static_cast<int>(rank),
-                                                       static_cast<int>(size), pg_opts);
-    } catch (const std::exception& e) {
-      throw std::runtime_error("rank " + std::to_string(rank) + " could not connect the Gloo group of " +
-                               std::to_string(size) + " within " + std::to_string(int(opts.timeout_s)) +
-                               " s: " + e.what() +
-                               " (are all ranks started with the same WORLD_SIZE? set GLOO_SOCKET_IFNAME to "
-                               "the interface the hosts reach each other on)");
+    // One transport device for every group of this rank: Gloo keeps each
+    // group's connections apart, and one device is one listening socket and
+    // one event loop thread instead of three.
+    const auto device = make_device(opts);
+    const std::string timeout = " within " + std::to_string(int(opts.timeout_s)) + " s: ";
+    const std::string ifname_hint = "set GLOO_SOCKET_IFNAME to the interface the hosts reach each other on";
+    comm_ = connect_group(store_, device, rank, size, algo, "rank " + std::to_string(rank),
+                          [&](const std::string& cause) {
+                            return "rank " + std::to_string(rank) + " could not connect the Gloo group of " +
+                                   std::to_string(size) + timeout + cause +
+                                   " (are all ranks started with the same WORLD_SIZE? " + ifname_hint + ")";
+                          });
+    if (island_devices > 1) {
+      const int64_t d = rank % island_devices, i = rank / island_devices, islands = size / island_devices;
+      const std::string members_hint = " (do all ranks run with the same islands.devices = " +
+                                       std::to_string(island_devices) + "? " + ifname_hint + ")";
+      island_ = connect_group(
+          c10::make_intrusive<c10d::PrefixStore>("atoll/island/" + std::to_string(i), store_), device, d,
+          island_devices, algo,
+          "rank " + std::to_string(rank) + " (device " + std::to_string(d) + " in island " + std::to_string(i) +
+              "'s group)",
+          [&](const std::string& cause) {
+            return "rank " + std::to_string(rank) + " could not connect island " + std::to_string(i) +
+                   "'s Gloo group (ranks " + std::to_string(i * island_devices) + ".." +
+                   std::to_string(i * island_devices + island_devices - 1) + ", as its rank " + std::to_string(d) +
+                   ")" + timeout + cause + members_hint;
+          });
+      cross_ = connect_group(
+          c10::make_intrusive<c10d::PrefixStore>("atoll/cross/" + std::to_string(d), store_), device, i, islands,
+          algo,
+          "rank " + std::to_string(rank) + " (island " + std::to_string(i) + " in device " + std::to_string(d) +
+              "'s cross group)",
+          [&](const std::string& cause) {
+            return "rank " + std::to_string(rank) + " could not connect device " + std::to_string(d) +
+                   "'s cross-island Gloo group (" + strided_ranks(d, island_devices, islands) + ", as its rank " +
+                   std::to_string(i) + ")" + timeout + cause + members_hint;
+          });
     }
-    comm_ = std::make_unique<GlooCommunicator>(pg, algo, [this](const std::string& cause) {
-      return diagnose(cause);
-    });
-    comm_->set_sync_before_ops(opts.sync_before_ops);
     if (beat_store_) beat_thread_ = std::thread([this] { beat(); });
   }
 
   ~GlooDistGroup() override { stop_beat(); }
 
   Communicator& comm() override { return *comm_; }
+  Communicator* island_comm() override { return island_.get(); }
+  Communicator* cross_comm() override { return cross_.get(); }
   int64_t rank() const override { return comm_->rank(); }
   int64_t size() const override { return comm_->size(); }
-  double measured_comm_seconds() const override { return comm_->measured_seconds(); }
+  double measured_comm_seconds() const override {
+    double s = comm_->measured_seconds();
+    if (island_) s += island_->measured_seconds();
+    if (cross_) s += cross_->measured_seconds();
+    return s;
+  }
 
   std::vector<at::Tensor> raw_all_gather(const at::Tensor& t) override {
     std::vector<at::Tensor> out;
@@ -341,10 +398,34 @@ class GlooDistGroup final : public DistGroup {
   void finish() override {
     stop_beat();
     comm_->drain_sends();
+    if (island_) island_->drain_sends();
+    if (cross_) cross_->drain_sends();
     raw_barrier();
   }
 
  private:
+  // A process group of `size` ranks over `store` (this rank is `rank` in it)
+  // and its communicator; `connect_error` words a failure to connect.
+  std::unique_ptr<GlooCommunicator> connect_group(
+      const c10::intrusive_ptr<c10d::Store>& store, const std::shared_ptr<::gloo::transport::Device>& device,
+      int64_t rank, int64_t size, CollectiveAlgo algo, const std::string& where,
+      const std::function<std::string(const std::string&)>& connect_error) {
+    auto pg_opts = c10d::ProcessGroupGloo::Options::create(to_ms(opts_.timeout_s));
+    pg_opts->devices.push_back(device);
+    pg_opts->threads = 1;  // one worker thread per group: the cores belong to compute
+    c10::intrusive_ptr<c10d::ProcessGroup> pg;
+    try {
+      pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(rank), static_cast<int>(size),
+                                                       pg_opts);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(connect_error(e.what()));
+    }
+    auto comm = std::make_unique<GlooCommunicator>(
+        pg, algo, [this](const std::string& cause) { return diagnose(cause); }, where);
+    comm->set_sync_before_ops(opts_.sync_before_ops);
+    return comm;
+  }
+
   static std::shared_ptr<::gloo::transport::Device> make_device(const DistOptions& opts) {
     if (!opts.ifname.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(opts.ifname);
     // One box: loopback is always there, whatever the host name resolves to.
@@ -412,6 +493,7 @@ class GlooDistGroup final : public DistGroup {
   c10::intrusive_ptr<c10d::Store> store_, beat_store_;
   DistOptions opts_;
   std::unique_ptr<GlooCommunicator> comm_;
+  std::unique_ptr<GlooCommunicator> island_, cross_;  // null without islands
   std::thread beat_thread_;
   std::mutex beat_mutex_;
   std::condition_variable beat_cv_;
@@ -472,11 +554,20 @@ void start_up_checks(c10d::Store& store, const DistOptions& o, const std::string
   if (verdict != "ok") throw std::runtime_error("rank 0 refused to start: " + verdict);
 }
 
+// Every island must have the same D devices, so D divides the world size.
+void validate_island_devices(int64_t island_devices, int64_t world_size) {
+  if (island_devices < 1 || world_size % island_devices != 0)
+    throw std::invalid_argument("islands.devices = " + std::to_string(island_devices) +
+                                " must be >= 1 and divide the world size " + std::to_string(world_size) +
+                                " (every island has the same number of devices)");
+}
+
 }  // namespace
 
 std::unique_ptr<DistGroup> connect_gloo(const DistOptions& opts, CollectiveAlgo ledger_algo,
-                                        const std::string& fingerprint) {
+                                        const std::string& fingerprint, int64_t island_devices) {
   validate(opts);
+  validate_island_devices(island_devices, opts.world_size);
   c10::intrusive_ptr<c10d::Store> store, beat_store;
   const std::string where = opts.master_addr + ":" + std::to_string(opts.master_port);
   try {
@@ -491,11 +582,13 @@ std::unique_ptr<DistGroup> connect_gloo(const DistOptions& opts, CollectiveAlgo 
                              " (is rank 0 running? check MASTER_ADDR, MASTER_PORT and firewalls)");
   }
   start_up_checks(*store, opts, fingerprint);
-  return std::make_unique<GlooDistGroup>(store, beat_store, opts.rank, opts.world_size, opts, ledger_algo);
+  return std::make_unique<GlooDistGroup>(store, beat_store, opts.rank, opts.world_size, opts, ledger_algo,
+                                         island_devices);
 }
 
-std::vector<std::unique_ptr<DistGroup>> gloo_threads_group(int64_t n, double timeout_s,
-                                                           CollectiveAlgo ledger_algo) {
+std::vector<std::unique_ptr<DistGroup>> gloo_threads_group(int64_t n, double timeout_s, CollectiveAlgo ledger_algo,
+                                                           int64_t island_devices) {
+  validate_island_devices(island_devices, n);
   auto store = c10::make_intrusive<c10d::HashStore>();
   store->setTimeout(to_ms(timeout_s));
   std::vector<std::unique_ptr<DistGroup>> groups(n);
@@ -508,7 +601,8 @@ std::vector<std::unique_ptr<DistGroup>> gloo_threads_group(int64_t n, double tim
         o.rank = r;
         o.world_size = n;
         o.timeout_s = timeout_s;
-        groups[r] = std::make_unique<GlooDistGroup>(store, c10::intrusive_ptr<c10d::Store>(), r, n, o, ledger_algo);
+        groups[r] = std::make_unique<GlooDistGroup>(store, c10::intrusive_ptr<c10d::Store>(), r, n, o, ledger_algo,
+                                                    island_devices);
       } catch (...) {
         errors[r] = std::current_exception();
       }
