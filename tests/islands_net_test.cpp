@@ -278,5 +278,141 @@ TEST(IslandsNet, ExchangeNamesRoundTripAndUnknownNamesListTheAllowedOnes) {
   EXPECT_NE(msg.find("flat | leader | sharded"), std::string::npos) << msg;
 }
 
+// ------------------------------------------------------ atoll cost
+
+CostQuery seven_billion_on_eight_islands_of_eight() {
+  CostQuery q;  // 7e9 parameters, bf16, 1000 steps, ring, no latency
+  q.islands = 8;
+  q.devices = 8;
+  q.intra_bandwidth = parse_bandwidth("400Gbit/s");  // 50e9 B/s
+  q.bandwidth = parse_bandwidth("1Gbit/s");          // 125e6 B/s
+  q.strategy = "diloco";                             // H = 500: 2 syncs
+  return q;
+}
+
+TEST(IslandsCost, SevenBillionOnEightIslandsOfEightGivesEachExchangesHandFigures) {
+  const CostReport r = estimate_cost(seven_billion_on_eight_islands_of_eight());
+  // S = 14e9 B; S/beta = 112 s; S/b_in = 0.28 s.
+  ASSERT_EQ(r.exchanges.size(), 3u);
+  const IslandCostRow &flat = r.exchanges[0], &leader = r.exchanges[1], &sharded = r.exchanges[2];
+  EXPECT_EQ(flat.name, "flat");
+  EXPECT_EQ(leader.name, "leader");
+  EXPECT_EQ(sharded.name, "sharded");
+  // flat: 2*63/64 * 112 = 220.5 s; 27.5625e9 B per device, 8 of them per island.
+  EXPECT_NEAR(flat.sync_seconds, 220.5, 1e-9);
+  EXPECT_NEAR(flat.wan_bytes_busiest_link, 27.5625e9, 1);
+  EXPECT_NEAR(flat.wan_bytes_per_island, 220.5e9, 1);
+  EXPECT_EQ(flat.intra_bytes_per_island, 0.0);
+  // leader: 0.28 (reduce: lg 8 * 0 + 0.28) + 2*7/8 * 112 = 196 + 0.28 (broadcast) = 196.56 s;
+  // 24.5e9 B, all by the leader; inside: 7 * 14e9 up + 7 * 14e9 down = 196e9 B.
+  EXPECT_NEAR(leader.sync_seconds, 196.56, 1e-9);
+  EXPECT_NEAR(leader.sync_intra_seconds, 0.56, 1e-12);
+  EXPECT_NEAR(leader.wan_bytes_per_island, 24.5e9, 1);
+  EXPECT_NEAR(leader.wan_bytes_busiest_link, 24.5e9, 1);
+  EXPECT_NEAR(leader.intra_bytes_per_island, 196e9, 1);
+  // sharded: 2 * 7/8 * 0.28 = 0.49 s inside + 2*7/8 * 112/8 = 24.5 s across = 24.99 s;
+  // 24.5e9 B per island, 3.0625e9 B per device link; inside 8 * 2*7/8 * 14e9 = 196e9 B.
+  EXPECT_NEAR(sharded.sync_seconds, 24.99, 1e-9);
+  EXPECT_NEAR(sharded.wan_bytes_per_island, 24.5e9, 1);
+  EXPECT_NEAR(sharded.wan_bytes_busiest_link, 3.0625e9, 1);
+  EXPECT_NEAR(sharded.intra_bytes_per_island, 196e9, 1);
+  // DiLoCo: floor(1000/500) = 2 syncs; DDP: the gradient flat over 64 devices every step.
+  EXPECT_EQ(leader.syncs, 2);
+  EXPECT_NEAR(leader.run_comm_seconds, 393.12, 1e-9);
+  EXPECT_EQ(r.ddp.syncs, 1000);
+  EXPECT_NEAR(r.ddp.sync_seconds, 220.5, 1e-9);
+  EXPECT_NEAR(r.ddp.run_comm_seconds, 220500, 1e-6);
+  // The single-level fields are the flat exchange's (N = 64).
+  EXPECT_NEAR(r.sync_seconds, 220.5, 1e-9);
+  EXPECT_NEAR(r.sync_bytes_sent, 27.5625e9, 1);
+  // DDP inside an island each step: 2*7/8 * 0.28 = 0.49 s.
+  EXPECT_NEAR(r.island_ddp_step_seconds, 0.49, 1e-12);
+}
+
+// The line of `text` that starts with `prefix` ("" if none).
+std::string line_starting(const std::string& text, const std::string& prefix, int skip = 0) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0 && skip-- == 0) return line;
+  }
+  return "";
+}
+
+TEST(IslandsCost, FormattedReportShowsOneSyncPerExchangeNextToDdpAndTheRunTotals) {
+  const CostQuery q = seven_billion_on_eight_islands_of_eight();
+  const std::string text = format_cost(q, estimate_cost(q));
+  EXPECT_NE(text.find("8 islands x 8 devices = 64 devices"), std::string::npos) << text;
+  EXPECT_NE(text.find("wide-area 1 Gbit/s per device link"), std::string::npos) << text;
+  EXPECT_NE(text.find("inside an island 400 Gbit/s"), std::string::npos) << text;
+  // One-sync table (first match of each label), then the run table (second).
+  const std::string flat = line_starting(text, "  flat "), leader = line_starting(text, "  leader "),
+                    sharded = line_starting(text, "  sharded "), ddp = line_starting(text, "  ddp ");
+  EXPECT_NE(flat.find("220 s (3.67 min)"), std::string::npos) << text;   // 220.5 s
+  EXPECT_NE(flat.find("220 GB"), std::string::npos) << text;             // 220.5e9 B per island (%.3g: tie to even)
+  EXPECT_NE(flat.find("27.6 GB"), std::string::npos) << text;            // busiest link
+  EXPECT_NE(leader.find("197 s (3.28 min)"), std::string::npos) << text;  // 196.56 s
+  EXPECT_NE(leader.find("0.56 s"), std::string::npos) << text;            // of which inside
+  EXPECT_NE(leader.find("196 GB"), std::string::npos) << text;            // sent inside the island
+  EXPECT_NE(sharded.find("25 s"), std::string::npos) << text;             // 24.99 s
+  EXPECT_NE(sharded.find("3.06 GB"), std::string::npos) << text;          // 3.0625e9 per device link
+  EXPECT_NE(ddp.find("220 s (3.67 min)"), std::string::npos) << text;
+  EXPECT_NE(text.find("syncs in run: 2 (ddp: 1000)"), std::string::npos) << text;
+  const std::string leader_run = line_starting(text, "  leader ", 1), ddp_run = line_starting(text, "  ddp ", 1);
+  EXPECT_NE(leader_run.find("393 s (6.55 min)"), std::string::npos) << text;   // 2 * 196.56 s
+  EXPECT_NE(ddp_run.find("220500 s (2.55 days)"), std::string::npos) << text;  // 1000 * 220.5 s
+  EXPECT_NE(text.find("0.49 s per step, 490 s (8.17 min) in the run"), std::string::npos) << text;
+}
+
+TEST(IslandsCost, ChosenExchangeAloneGetsRunTotals) {
+  CostQuery q = seven_billion_on_eight_islands_of_eight();
+  q.exchange = "sharded";
+  const CostReport r = estimate_cost(q);
+  EXPECT_FALSE(r.exchanges[0].chosen);
+  EXPECT_FALSE(r.exchanges[1].chosen);
+  EXPECT_TRUE(r.exchanges[2].chosen);
+  const std::string text = format_cost(q, r);
+  EXPECT_NE(line_starting(text, "  sharded ", 1), "") << text;  // in both tables
+  EXPECT_EQ(line_starting(text, "  leader ", 1), "") << text;   // only in the one-sync table
+}
+
+TEST(IslandsCost, WithoutIslandsTheReportIsUnchanged) {
+  CostQuery q;
+  q.strategy = "diloco";
+  q.latency = 0.03;
+  q.workers = 4;
+  q.step_seconds = 2;
+  // The text `atoll cost --strategy=diloco --latency=30ms --workers=4 --step-time=2` printed before islands.
+  EXPECT_EQ(format_cost(q, estimate_cost(q)),
+            "inputs: 7B parameters x 2 bytes/element, 4 workers, 100 Mbit/s per link, latency 30 ms, ring "
+            "all-reduce, strategy diloco (H=500), 1000 steps x 2 s compute\n"
+            "one copy through one link: 1120 s (18.7 min), 14 GB\n"
+            "one sync (ring all-reduce, N=4): 1680 s (28 min), payload 14 GB, sent per worker 21 GB\n"
+            "syncs in run: 2\n"
+            "sent per worker in run: 42 GB\n"
+            "communication time in run: 3360 s (56 min)\n"
+            "total time: 5360 s (89.3 min) = compute 2000 s (33.3 min) + blocking communication 3360 s (56 min)\n"
+            "compute utilisation: 37.3%\n");
+  EXPECT_TRUE(estimate_cost(q).exchanges.empty());
+}
+
+TEST(IslandsCost, BadIslandValuesAreRejectedWithWhatIsAllowed) {
+  auto problem = [](auto edit) {
+    CostQuery q = seven_billion_on_eight_islands_of_eight();
+    edit(q);
+    return invalid_argument_message([&] { estimate_cost(q); });
+  };
+  EXPECT_NE(problem([](CostQuery& q) { q.islands = -1; }).find("islands must be in 0..1000000"), std::string::npos);
+  EXPECT_NE(problem([](CostQuery& q) { q.devices = 0; }).find("devices must be in 1..1000000"), std::string::npos);
+  EXPECT_NE(problem([](CostQuery& q) { q.islands = 0; }).find("devices per island needs islands >= 1"),
+            std::string::npos);
+  EXPECT_NE(problem([](CostQuery& q) { q.exchange = "ring"; }).find("expected one of flat|leader|sharded|all"),
+            std::string::npos);
+  EXPECT_NE(problem([](CostQuery& q) { q.intra_bandwidth = 0; }).find("intra-island bandwidth must be > 0"),
+            std::string::npos);
+  EXPECT_NE(problem([](CostQuery& q) { q.intra_latency = -1; }).find("intra-island latency must be >= 0"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace atl
