@@ -357,6 +357,17 @@ int main(int argc, char** argv) {
   cost->add_option("--p", q.sparta_p, "fraction averaged per step (sparta)")->capture_default_str();
   cost->add_option("--steps", q.steps, "inner steps in the run")->capture_default_str();
   cost->add_option("--step-time", q.step_seconds, "compute seconds per inner step")->capture_default_str();
+  std::string intra_bandwidth = "400Gbit/s", intra_latency = "0ms";
+  cost->add_option("--islands", q.islands,
+                   "I islands of --devices each (0 = none); --bandwidth/--latency are then each device's "
+                   "wide-area link")
+      ->capture_default_str();
+  cost->add_option("--devices", q.devices, "D devices per island")->capture_default_str();
+  cost->add_option("--intra-bandwidth", intra_bandwidth, "bandwidth of the links inside an island")
+      ->capture_default_str();
+  cost->add_option("--intra-latency", intra_latency, "latency inside an island")->capture_default_str();
+  cost->add_option("--exchange", q.exchange, "flat | leader | sharded | all: which exchanges get run totals")
+      ->capture_default_str();
 
   atl::LaunchOptions launch_opts;
   auto* launch = app.add_subcommand(
@@ -500,7 +511,29 @@ int main(int argc, char** argv) {
       q.bandwidth = atl::parse_bandwidth(bandwidth);
       q.latency = atl::parse_duration(latency);
       q.algo = atl::parse_algorithm(algorithm);
-      std::cout << atl::format_cost(q, atl::estimate_cost(q));
+      // The parsers do not know which flag they read: the message names it.
+      auto flag_value = [](const char* flag, double (*parse)(const std::string&), const std::string& text) {
+        try {
+          return parse(text);
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument(std::string("cost: ") + flag + ": " + e.what());
+        }
+      };
+      q.intra_bandwidth = flag_value("--intra-bandwidth", atl::parse_bandwidth, intra_bandwidth);
+      q.intra_latency = flag_value("--intra-latency", atl::parse_duration, intra_latency);
+      const atl::CostReport estimate = atl::estimate_cost(q);  // checks the values first (I x D in range)
+      if (q.islands == 0) {
+        for (const char* flag : {"--devices", "--intra-bandwidth", "--intra-latency", "--exchange"}) {
+          if (cost->count(flag) > 0) {
+            throw std::invalid_argument(std::string("cost: ") + flag + " describes islands; add --islands=I (>= 1)");
+          }
+        }
+      } else if (cost->count("--workers") > 0 && q.workers != q.islands * q.devices) {
+        throw std::invalid_argument("cost: --workers=" + std::to_string(q.workers) + " conflicts with --islands=" +
+                                    std::to_string(q.islands) + " x --devices=" + std::to_string(q.devices) +
+                                    " (the devices are the workers); drop --workers");
+      }
+      std::cout << atl::format_cost(q, estimate);
       return 0;
     }
   } catch (const CLI::ParseError& e) {

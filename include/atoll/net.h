@@ -184,6 +184,29 @@ struct CostQuery {
   double sparta_p = 0.005;           // p (sparta)
   int64_t steps = 1000;              // run length in inner steps
   double step_seconds = 0;           // compute per step (0 = communication only)
+  // Islands (0 = none): `islands` I of `devices` D; then N = I*D devices,
+  // `workers` is not used, `bandwidth`/`latency` are each device's
+  // wide-area link and the sync runs as `exchange` says.
+  int64_t islands = 0;
+  int64_t devices = 1;
+  double intra_bandwidth = 50e9;     // bytes/s inside an island (400 Gbit/s)
+  double intra_latency = 0;
+  std::string exchange = "all";      // flat | leader | sharded | all: which get run totals
+};
+// One exchange's figures for one sync and the run (per island: summed over its D devices).
+struct IslandCostRow {
+  std::string name;                  // flat | leader | sharded, or ddp (flat, every step)
+  double sync_seconds = 0;
+  double sync_intra_seconds = 0;     // of sync_seconds, inside the island
+  double wan_bytes_per_island = 0;   // sent over the wide-area links, one sync
+  double wan_bytes_busiest_link = 0; // sent by the device that sends most
+  double intra_bytes_per_island = 0; // sent over the links inside the island
+  double syncs = 0;                  // in the run
+  double run_wan_bytes_per_island = 0;
+  double run_comm_seconds = 0;
+  double run_total_seconds = 0;
+  double compute_utilisation = 1;
+  bool chosen = false;               // named by CostQuery::exchange (all: every one)
 };
 struct CostReport {
   double one_copy_seconds = 0;       // P*b bytes through one link, no latency
@@ -195,6 +218,12 @@ struct CostReport {
   double run_comm_seconds = 0;
   double run_total_seconds = 0;      // compute + blocking communication
   double compute_utilisation = 1;
+  // With islands: the fields above are the flat exchange's (N = I*D); these
+  // are flat, leader and sharded, then DDP's gradient all-reduce every step,
+  // flat over all I*D devices.
+  std::vector<IslandCostRow> exchanges;
+  IslandCostRow ddp;
+  double island_ddp_step_seconds = 0;  // DDP inside one island each step (ring over D, intra links)
 };
 CostReport estimate_cost(const CostQuery& q);
 // Human-readable table of a CostReport (durations as "1120 s (18.7 min)").

@@ -2,6 +2,7 @@
 // (ALGORITHMS.md 7.1 message sizes, 7.2 formulas, 7.3 blocking wall clock,
 // 7.4 worked examples).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -65,6 +66,25 @@ std::string format_bandwidth(double bytes_per_second) {
   return fmt("%.3g Mbit/s", bits / 1e6);
 }
 
+// Rows of cells as left-aligned columns, two spaces apart, indented by two.
+std::string format_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = " ";
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += " " + row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 1, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 bool is_periodic(const std::string& strategy) {
   return strategy == "localsgd" || strategy == "diloco";
 }
@@ -94,11 +114,80 @@ void check_query(const CostQuery& q) {
   if (q.strategy == "sparta" && !(q.sparta_p > 0 && q.sparta_p <= 1)) {
     problems.push_back("sparta p must be in (0, 1]");
   }
+  // A bound so that a typo cannot ask for a loop over 10^12 devices.
+  constexpr int64_t kMaxIslandsOrDevices = 1000000;
+  if (q.islands < 0 || q.islands > kMaxIslandsOrDevices) {
+    problems.push_back("islands must be in 0..1000000 (0 = no islands), got " + std::to_string(q.islands));
+  }
+  if (q.devices < 1 || q.devices > kMaxIslandsOrDevices) {
+    problems.push_back("devices must be in 1..1000000 per island, got " + std::to_string(q.devices));
+  } else if (q.islands == 0 && q.devices != 1) {
+    problems.push_back("devices per island needs islands >= 1");
+  }
+  if (!(q.intra_bandwidth > 0) || !std::isfinite(q.intra_bandwidth)) {
+    problems.push_back("intra-island bandwidth must be > 0 bytes/s");
+  }
+  if (!(q.intra_latency >= 0) || !std::isfinite(q.intra_latency)) {
+    problems.push_back("intra-island latency must be >= 0 s");
+  }
+  if (q.exchange != "all" && q.exchange != "flat" && q.exchange != "leader" && q.exchange != "sharded") {
+    problems.push_back("unknown exchange '" + q.exchange + "'; expected one of flat|leader|sharded|all");
+  }
   if (problems.empty()) return;
   std::string msg = "cost:";
   for (const auto& p : problems) msg += " " + p + ";";
   msg.pop_back();
   throw std::invalid_argument(msg);
+}
+
+// One sync (an all-reduce of `payload` bytes per device) on `net`, and
+// `syncs` of them in a run with `compute` seconds of compute.
+IslandCostRow island_row(const std::string& name, const IslandNetwork& net, double payload, double syncs,
+                         double compute) {
+  IslandCostRow row;
+  row.name = name;
+  for (int64_t d = 0; d < net.devices(); ++d) {
+    const OpCharge c = net.charge(CommOp::AllReduce, payload, payload, 0, d, false, {}, 0);
+    row.sync_seconds = c.seconds;  // the same for every device
+    row.sync_intra_seconds = c.intra_seconds;
+    row.wan_bytes_per_island += c.sent;
+    row.wan_bytes_busiest_link = std::max(row.wan_bytes_busiest_link, c.sent);
+    row.intra_bytes_per_island += c.intra_sent;
+  }
+  row.syncs = syncs;
+  row.run_wan_bytes_per_island = syncs * row.wan_bytes_per_island;
+  row.run_comm_seconds = syncs * row.sync_seconds;
+  row.run_total_seconds = compute + row.run_comm_seconds;  // blocking: no overlap (7.3)
+  row.compute_utilisation = row.run_total_seconds > 0 ? compute / row.run_total_seconds : 1.0;
+  return row;
+}
+
+// The islands' part of estimate_cost: each exchange for one sync of the
+// strategy, DDP every step for comparison, and the report's flat fields.
+void estimate_islands(const CostQuery& q, double model_bytes, double compute, CostReport& r) {
+  const std::vector<Link> wan_links(static_cast<std::size_t>(q.islands), Link{q.bandwidth, q.latency});
+  const NetworkModel wan(wan_links, q.algo, q.bandwidth, 0.0, 0);
+  const Link intra{q.intra_bandwidth, q.intra_latency};
+  for (IslandExchange ex : {IslandExchange::Flat, IslandExchange::Leader, IslandExchange::Sharded}) {
+    const IslandNetwork net(wan, intra, q.devices, ex);
+    IslandCostRow row = island_row(to_string(ex), net, r.sync_payload_bytes, r.syncs, compute);
+    row.chosen = q.exchange == "all" || q.exchange == row.name;
+    r.exchanges.push_back(row);
+  }
+  // DDP: the gradient (P*b bytes) every step, one ring over all I*D devices.
+  const IslandNetwork flat(wan, intra, q.devices, IslandExchange::Flat);
+  r.ddp = island_row("ddp", flat, model_bytes, static_cast<double>(q.steps), compute);
+  // The flat exchange is today's single-level figure for N = I*D workers.
+  const IslandCostRow& f = r.exchanges.front();
+  r.sync_bytes_sent = f.wan_bytes_per_island / static_cast<double>(q.devices);
+  r.sync_seconds = f.sync_seconds;
+  // Every strategy but DDP also averages gradients inside each island every
+  // inner step (ALGORITHMS.md 7.2: a ring over D on the intra links).
+  if (q.strategy != "ddp" && q.devices > 1) {
+    const NetworkModel inside(std::vector<Link>(static_cast<std::size_t>(q.devices), intra), CollectiveAlgo::Ring,
+                              q.intra_bandwidth, 0.0, 0);
+    r.island_ddp_step_seconds = inside.collective_seconds(CommOp::AllReduce, model_bytes, 0);
+  }
 }
 
 }  // namespace
@@ -122,19 +211,92 @@ CostReport estimate_cost(const CostQuery& q) {
     r.syncs = static_cast<double>(q.steps);
   }
 
-  r.sync_bytes_sent =
-      bytes_for(CommOp::AllReduce, q.algo, r.sync_payload_bytes, q.workers, false).sent;
-  const std::vector<Link> links(static_cast<std::size_t>(q.workers), Link{q.bandwidth, q.latency});
-  const NetworkModel net(links, q.algo, q.bandwidth, 0.0, 0);
-  r.sync_seconds = net.collective_seconds(CommOp::AllReduce, r.sync_payload_bytes, 0);
+  const double compute = static_cast<double>(q.steps) * q.step_seconds;
+  if (q.islands > 0) {
+    estimate_islands(q, model_bytes, compute, r);
+  } else {
+    r.sync_bytes_sent =
+        bytes_for(CommOp::AllReduce, q.algo, r.sync_payload_bytes, q.workers, false).sent;
+    const std::vector<Link> links(static_cast<std::size_t>(q.workers), Link{q.bandwidth, q.latency});
+    const NetworkModel net(links, q.algo, q.bandwidth, 0.0, 0);
+    r.sync_seconds = net.collective_seconds(CommOp::AllReduce, r.sync_payload_bytes, 0);
+  }
 
   r.run_bytes_sent = r.syncs * r.sync_bytes_sent;
   r.run_comm_seconds = r.syncs * r.sync_seconds;
-  const double compute = static_cast<double>(q.steps) * q.step_seconds;
   r.run_total_seconds = compute + r.run_comm_seconds;  // blocking: no overlap (7.3)
   r.compute_utilisation = r.run_total_seconds > 0 ? compute / r.run_total_seconds : 1.0;
   return r;
 }
+
+namespace {
+
+// format_cost with islands: one sync under each exchange next to DDP over
+// all I*D devices, then the run under the chosen exchanges.
+std::string format_island_cost(const CostQuery& q, const CostReport& r, const std::string& strategy) {
+  const long long islands = q.islands, devices = q.devices, n = q.islands * q.devices;
+  const std::string algo = to_string(q.algo) + " all-reduce";
+  std::string out;
+  out += "inputs: " + format_count(q.params) + " parameters x " + fmt("%g", q.bytes_per_element) +
+         " bytes/element, strategy " + strategy + fmt(", %lld steps", static_cast<long long>(q.steps)) +
+         " x " + format_seconds(q.step_seconds) + " compute\n";
+  out += fmt("network: %lld island%s x %lld device%s = %lld device%s; wide-area ", islands, islands == 1 ? "" : "s",
+             devices, devices == 1 ? "" : "s", n, n == 1 ? "" : "s") +
+         format_bandwidth(q.bandwidth) + fmt(" per device link, latency %g ms, ", q.latency * 1e3) + algo +
+         "; inside an island " + format_bandwidth(q.intra_bandwidth) +
+         fmt(" per link, latency %g ms\n", q.intra_latency * 1e3);
+  out += "one copy through one wide-area link: " + format_seconds(r.one_copy_seconds) + ", " +
+         format_bytes(q.params * q.bytes_per_element) + "\n";
+
+  out += "one sync (" + algo + " of " + format_bytes(r.sync_payload_bytes) +
+         fmt(" per device across the %lld islands; ddp: of the ", islands) +
+         format_bytes(q.params * q.bytes_per_element) + fmt(" gradient over all %lld devices):\n", n);
+  std::vector<std::vector<std::string>> rows = {
+      {"exchange", "one sync", "in island", "WAN sent per island", "busiest WAN link", "sent in island"}};
+  auto sync_cells = [](const std::string& label, const IslandCostRow& row) {
+    return std::vector<std::string>{label,
+                                    format_seconds(row.sync_seconds),
+                                    format_seconds(row.sync_intra_seconds),
+                                    format_bytes(row.wan_bytes_per_island),
+                                    format_bytes(row.wan_bytes_busiest_link),
+                                    format_bytes(row.intra_bytes_per_island)};
+  };
+  for (const IslandCostRow& row : r.exchanges) rows.push_back(sync_cells(row.name, row));
+  rows.push_back(sync_cells("ddp (flat, every step)", r.ddp));
+  out += format_table(rows);
+  out += fmt("  flat: one ring over all %lld devices, every hop on the wide-area links\n", n);
+  out += fmt("  leader: reduce to device 0 (tree), the %lld leaders all-reduce, broadcast in the island (tree)\n",
+             islands);
+  out += fmt("  sharded: reduce-scatter in the island, each device all-reduces 1/%lld over its own wide-area link, "
+             "all-gather in the island\n",
+             devices);
+
+  out += fmt("syncs in run: %.0f (ddp: %.0f)\n", r.syncs, r.ddp.syncs);
+  out += "run, communication blocking compute:\n";
+  rows = {{"exchange", "syncs", "WAN sent per island", "communication", "total time", "compute utilisation"}};
+  auto run_cells = [](const std::string& label, const IslandCostRow& row) {
+    return std::vector<std::string>{label,
+                                    fmt("%.0f", row.syncs),
+                                    format_bytes(row.run_wan_bytes_per_island),
+                                    format_seconds(row.run_comm_seconds),
+                                    format_seconds(row.run_total_seconds),
+                                    fmt("%.1f%%", row.compute_utilisation * 100)};
+  };
+  for (const IslandCostRow& row : r.exchanges) {
+    if (row.chosen) rows.push_back(run_cells(row.name, row));
+  }
+  rows.push_back(run_cells("ddp (flat, every step)", r.ddp));
+  out += format_table(rows);
+  if (r.island_ddp_step_seconds > 0) {
+    out += fmt("inside each island every step: DDP over %lld devices on the intra links, ", devices) +
+           format_seconds(r.island_ddp_step_seconds) + " per step, " +
+           format_seconds(r.island_ddp_step_seconds * static_cast<double>(q.steps)) +
+           " in the run (not in the totals above)\n";
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string format_cost(const CostQuery& q, const CostReport& r) {
   std::string strategy = q.strategy;
@@ -145,6 +307,7 @@ std::string format_cost(const CostQuery& q, const CostReport& r) {
   } else {
     strategy += " (every step)";
   }
+  if (q.islands > 0) return format_island_cost(q, r, strategy);
   const std::string algo = to_string(q.algo) + " all-reduce";
   const double compute = static_cast<double>(q.steps) * q.step_seconds;
 

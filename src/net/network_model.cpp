@@ -8,21 +8,11 @@
 #include <vector>
 
 #include "atoll/net.h"
+#include "net/rounds.h"
 #include "util/rng.h"
 
 namespace atl {
 namespace {
-
-// ceil(log2 n) for n >= 1: rounds of a tree / recursive-doubling schedule.
-int64_t ceil_log2(int64_t n) {
-  int64_t rounds = 0;
-  int64_t reach = 1;
-  while (reach < n) {
-    reach *= 2;
-    ++rounds;
-  }
-  return rounds;
-}
 
 // Uniform in [0, 1) from (seed, op_index); same inputs, same value.
 double unit_uniform(uint64_t seed, uint64_t op_index) {
@@ -108,11 +98,28 @@ NetworkModel::NetworkModel(std::vector<Link> links, CollectiveAlgo algo, double 
 double NetworkModel::op_seconds(CommOp op, double payload,
                                 const std::vector<int64_t>& participants,
                                 uint64_t op_index) const {
+  return op_seconds_for(op, payload, participants, static_cast<int64_t>(participants.size()), op_index);
+}
+
+// The rank count n enters only the schedule (ring hops, tree rounds, the
+// 2(n-1)/n share); the links of `participants` set beta and alpha. A flat
+// ring over the D devices of each of p islands is n = p*D ranks on the
+// islands' wide-area links.
+double NetworkModel::op_seconds_for(CommOp op, double payload, const std::vector<int64_t>& participants,
+                                    int64_t n, uint64_t op_index) const {
   if (!(payload >= 0)) {
     throw std::invalid_argument("NetworkModel::op_seconds: payload must be >= 0 bytes");
   }
-  const int64_t n = static_cast<int64_t>(participants.size());
+  if (n < static_cast<int64_t>(participants.size())) {
+    throw std::invalid_argument("NetworkModel::op_seconds_for: n = " + std::to_string(n) +
+                                " ranks is fewer than the " + std::to_string(participants.size()) +
+                                " participants whose links they use");
+  }
   if (n <= 1) return 0.0;
+  if (participants.empty()) {
+    throw std::invalid_argument("NetworkModel::op_seconds_for: " + std::to_string(n) +
+                                " ranks need the participants whose links they use (none given)");
+  }
 
   double beta = 0;
   double alpha = 0;
