@@ -114,6 +114,54 @@ INSTANTIATE_TEST_SUITE_P(EveryStrategy, RealEqualsSimulated,
                                            "palsgd", "demo", "streaming"),
                          [](const auto& p) { return std::string(p.param); });
 
+// Islands on Gloo: 2 islands of 2 ranks, the island groups carrying the
+// gradients and the cross-island groups the method. Every group has two
+// ranks, so again each reduction is a + b and the real run must equal the
+// simulated one bit for bit, split bytes included.
+class RealIslandsEqualSimulated : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RealIslandsEqualSimulated, TwoIslandsOfTwoRanksOverGlooMatchTheSimulatorBitwise) {
+  const std::string strategy = GetParam();
+  testing::TempDir dir;
+  auto overrides = [&](const std::string& name) {
+    auto o = tiny_overrides(strategy, dir.str(), name);
+    for (const char* more : {"strategy.workers=4", "islands.count=2", "islands.exchange=leader",
+                             "network.intra_bandwidth=1Gbit/s", "network.intra_latency=1ms"})
+      o.push_back(more);
+    return o;
+  };
+  const RunSummary sim = train(load_config("", overrides("sim")));
+  LaunchOptions opts;
+  opts.nproc = 4;
+  opts.grace_seconds = 2;
+  opts.argv = {kAtoll, "train", "--dist-timeout=60"};
+  for (const auto& f : as_flags(overrides("real"))) opts.argv.push_back(f);
+  std::ostringstream out, err;
+  opts.out = &out;
+  opts.err = &err;
+  const LaunchResult r = launch_local(opts);
+  ASSERT_EQ(r.exit_code, 0) << r.error << "\n" << err.str();
+
+  const auto want = read_events(sim.run_dir), got = read_events(dir / "real");
+  ASSERT_EQ(got.size(), want.size());
+  int compared = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    for (const char* key : {"loss", "val_loss", "bytes_sent_per_worker", "intra_bytes_sent_per_worker",
+                            "params_hash_per_worker", "compute_s", "network_model_s_per_worker",
+                            "intra_network_model_s_per_worker"}) {
+      if (!want[k].contains(key)) continue;
+      EXPECT_EQ(got[k][key], want[k][key]) << strategy << " event " << k << " (" << want[k]["event"] << ") " << key;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 20);
+  EXPECT_EQ(got.front()["islands"], 2);
+  EXPECT_GT(want.back()["intra_bytes_sent_per_worker"].get<double>(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AcrossIslands, RealIslandsEqualSimulated, ::testing::Values("diloco", "sparta"),
+                         [](const auto& p) { return std::string(p.param); });
+
 // The CLI end to end: `atoll launch` runs `atoll train` as every rank, and
 // rank 0's run folder records a real run with measured times.
 TEST(LaunchCli, TwoRanksTrainAndRankZeroWritesTheRunFolder) {

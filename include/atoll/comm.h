@@ -181,6 +181,19 @@ class Communicator {
     clock_ = clock;
     net_ = net;
   }
+  // Islands: this communicator joins device `device` of every island (the
+  // cross-island group; rank = island). Each op is then charged as
+  // `islands`' exchange pattern prescribes (IslandNetwork::charge): its
+  // wide-area bytes and time in this ledger, its part inside the island in
+  // `intra` (the island communicator's ledger), its whole time to the clock.
+  // The data still move within this group: every device of an island holds
+  // the same values, so the result is the same whichever way they travel.
+  // Null `islands`: ops are charged on the flat network (attach_clock's).
+  void attach_islands(const IslandNetwork* islands, int64_t device, Ledger* intra) {
+    islands_ = islands;
+    island_device_ = device;
+    intra_ledger_ = intra;
+  }
   CollectiveAlgo algorithm() const { return algo_; }
   VirtualClock* clock() { return clock_; }
   // Checkpoints: the ledger and the op counter that seeds network jitter.
@@ -230,6 +243,8 @@ class Communicator {
   double arrival_time() const;
   double record(CommOp op, const std::string& tag, double payload, bool is_root,
                 const std::vector<int64_t>& participants);
+  // Islands: records `charge`'s two parts and returns its whole time.
+  double record_charge(const LedgerEntry& wide_area, const OpCharge& charge);
   void finish(double completion);  // blocking ops: clock waits
   // Moves an op's start past any outage of a participant's link (all ranks
   // when `participants` is empty).
@@ -246,6 +261,9 @@ class Communicator {
   uint64_t op_index_ = 0;  // same sequence on every rank: seeds network jitter
   VirtualClock* clock_ = nullptr;
   const NetworkModel* net_ = nullptr;
+  const IslandNetwork* islands_ = nullptr;
+  int64_t island_device_ = 0;
+  Ledger* intra_ledger_ = nullptr;
 };
 
 // n communicators for n threads in one process. Reductions sum in rank order

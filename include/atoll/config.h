@@ -82,6 +82,11 @@ struct TrainConfig {
   int64_t log_every = 10;         // metrics line every this many steps
 };
 
+// The most workers a run may have. Simulated workers are threads of one
+// process, each with its own model, optimizer and method state; what bounds
+// them is memory (docs/MEASUREMENTS.md has the figures for 256 and 1024).
+inline constexpr int64_t kMaxWorkers = 1024;
+
 // Which method trains the model and on how many simulated workers.
 struct StrategyConfig {
   std::string name = "single";    // single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco
@@ -239,6 +244,29 @@ struct NetworkConfig {
   std::string speed_factors = "";      // per-worker compute-time multipliers, comma list (stragglers)
   std::string outages = "";            // link outages in simulated time, "worker@from-to": "1@30s-60s"
                                        // (an op involving that worker starts when its link is back)
+  // Islands (with islands.devices > 1): the links inside an island and each
+  // island's wide-area link. bandwidth/latency above are the wide-area default.
+  std::string intra_bandwidth = "400Gbit/s"; // beta_in: every link inside an island (NVLink/InfiniBand class)
+  std::string intra_latency = "0ms";         // alpha_in: per-message latency inside an island
+  std::string island_bandwidth = "";   // per-island wide-area bandwidth overrides, comma list (empty = bandwidth)
+  std::string island_latency = "";     // per-island wide-area latency overrides, comma list
+};
+
+// Islands of devices (ALGORITHMS.md 7.2; DiLoCo's "clusters each hosting a
+// smaller number of devices"): N = I x D workers, worker r is device r % D of
+// island r / D. Inside an island the devices are data-parallel every step
+// (gradient all-reduce over the island's links); the strategy runs between
+// the islands, as if each island were one worker.
+struct IslandsConfig {
+  int64_t count = 0;              // I: islands (0 = strategy.workers / D: one island per worker unless devices is set)
+  int64_t devices = 0;            // D: devices per island (0 = strategy.workers / I; both 0: D = 1, as before)
+  std::string exchange = "flat";  // flat | leader | sharded: how a cross-island payload travels
+};
+
+// The resolved layout: I islands of D devices (I x D = strategy.workers once valid).
+struct IslandLayout {
+  int64_t islands = 1;
+  int64_t devices = 1;
 };
 
 struct Config {
@@ -257,8 +285,12 @@ struct Config {
   DemoConfig demo;
   StreamingConfig streaming;
   NetworkConfig network;
+  IslandsConfig islands;
   FaultConfig faults;
 };
+
+// islands.count and islands.devices resolved against strategy.workers.
+IslandLayout island_layout(const Config& cfg);
 
 // One field as seen by a visitor. Exactly one of the pointers is set.
 // The TOML section a preset uses to describe its runs (read by `atoll sweep`;

@@ -148,6 +148,16 @@ class IslandNetwork {
   IslandExchange exchange_;
 };
 
+// The two-level network from the config (islands.devices > 1):
+// wan_network: one link per island (network.bandwidth / latency with the
+// network.island_* overrides), the collective algorithm and the jitter;
+// intra_network: the D links of one island (network.intra_*; no jitter: it
+// models the internet's); island_network: both with islands.exchange.
+// Throw std::invalid_argument naming the key.
+NetworkModel wan_network(const Config& cfg, uint64_t seed);
+NetworkModel intra_network(const Config& cfg, uint64_t seed);
+IslandNetwork island_network(const Config& cfg, uint64_t seed);
+
 // One worker's simulated time. Compute advances it; a blocking op moves it
 // to the op's completion time and counts the gap as blocked communication.
 class VirtualClock {

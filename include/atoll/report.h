@@ -27,6 +27,12 @@ struct RunData {
   std::string dir, name, strategy;
   int64_t workers = 1, steps = 0, params = 0;
   int64_t global_batch_tokens = 0;  // tokens per step over all workers (start event)
+  // Islands (start event): I islands of D devices and the exchange; 0 without.
+  int64_t islands = 0, devices_per_island = 1;
+  std::string exchange;
+  // Islands: bytes each worker sent inside its island (bytes_sent_per_worker
+  // is then what crossed the wide-area links); < 0 without islands.
+  double intra_bytes_sent_per_worker = -1;
   double final_val_loss = 0, bytes_sent_per_worker = 0, sim_seconds = 0, utilisation = 1;
   double bytes_sent_total = 0;   // all workers (the ledger's per-worker sums)
   double final_correlation = 1;  // 1 for one worker or when never logged
@@ -47,6 +53,11 @@ struct RunData {
   std::vector<double> update_corr, disagreement;
   std::map<std::string, std::string> config;  // "section.key" -> TOML value, run.* bookkeeping left out
 };
+
+// "8", or "4x2 leader" for 4 islands of 2 devices with leader exchange.
+std::string workers_label(const RunData& run);
+// A note on the link classes under a table when any run has islands, else "".
+std::string islands_note(const std::vector<const RunData*>& runs);
 
 // Reads summary.json, metrics.jsonl and config.toml. Throws
 // std::runtime_error naming the folder when it is not a finished run or a

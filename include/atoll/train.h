@@ -62,7 +62,8 @@ struct RunSummary {
   double model_flops_per_s = 0;    // tokens_per_s * flops per token
   double sim_seconds = 0;          // simulated time of the slowest worker
   double compute_utilisation = 1;  // mean over workers
-  double bytes_sent_per_worker = 0;
+  double bytes_sent_per_worker = 0;  // with islands: over the wide-area links between islands
+  double intra_bytes_sent_per_worker = -1;  // islands: over the links inside an island (< 0: no islands)
   double network_model_seconds = 0;  // per worker: the network model's time for its ops
   double comm_wall_seconds = -1;     // per worker, measured (real runs; < 0 when simulated)
   std::vector<std::string> events; // every metrics event as one JSON line

@@ -108,6 +108,9 @@ double Communicator::record(CommOp op, const std::string& tag, double payload, b
   e.op = op;
   e.tag = tag;
   e.payload_bytes = payload;
+  if (islands_ != nullptr) {
+    return record_charge(e, islands_->charge(op, payload, payload, 0.0, island_device_, is_root, participants, index));
+  }
   const ByteCount bytes = bytes_for(op, algo_, payload, size_, is_root);
   e.sent_bytes = bytes.sent;
   e.received_bytes = bytes.received;
@@ -118,6 +121,22 @@ double Communicator::record(CommOp op, const std::string& tag, double payload, b
   }
   ledger_.record(e);
   return e.network_seconds;
+}
+
+double Communicator::record_charge(const LedgerEntry& wide_area, const OpCharge& charge) {
+  LedgerEntry e = wide_area;
+  e.sent_bytes = charge.sent;
+  e.received_bytes = charge.received;
+  e.network_seconds = charge.seconds - charge.intra_seconds;
+  ledger_.record(e);
+  if (intra_ledger_ != nullptr && (charge.intra_sent > 0 || charge.intra_received > 0 || charge.intra_seconds > 0)) {
+    LedgerEntry in = wide_area;
+    in.sent_bytes = charge.intra_sent;
+    in.received_bytes = charge.intra_received;
+    in.network_seconds = charge.intra_seconds;
+    intra_ledger_->record(in);
+  }
+  return charge.seconds;
 }
 
 double Communicator::after_outages(double completion, double network_seconds,
@@ -213,8 +232,22 @@ void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out
   const uint64_t index = op_index_++;
   // Variable sizes: the time of the gather is set by the largest message.
   const NetworkModel* net = net_;
+  const IslandNetwork* islands = islands_;
+  const int64_t device = island_device_, self = rank_;
+  // Islands: the charge of the gather for this device, given every island's size.
+  auto island_charge = [islands, device, self, index](const std::vector<int64_t>& sizes) {
+    int64_t largest = 0;
+    double others = 0;
+    for (size_t r = 0; r < sizes.size(); ++r) {
+      largest = std::max(largest, sizes[r]);
+      if (static_cast<int64_t>(r) != self) others += static_cast<double>(sizes[r]);
+    }
+    return islands->charge(CommOp::AllGather, static_cast<double>(sizes.at(self)), static_cast<double>(largest),
+                           others, device, false, {}, index);
+  };
   const std::function<double(const std::vector<int64_t>&)> seconds_for =
-      [net, index](const std::vector<int64_t>& sizes) {
+      [net, islands, island_charge, index](const std::vector<int64_t>& sizes) {
+        if (islands != nullptr) return island_charge(sizes).seconds;
         if (net == nullptr) return 0.0;
         int64_t largest = 0;
         for (int64_t s : sizes) largest = std::max(largest, s);
@@ -239,6 +272,11 @@ void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out
   e.payload_bytes = payload_bytes(src);
   e.sent_bytes = static_cast<double>(size_ - 1) * e.payload_bytes;
   e.received_bytes = received;
+  if (islands != nullptr) {
+    const double seconds = record_charge(e, island_charge(sizes));
+    finish(after_outages(completion, seconds, {}));
+    return;
+  }
   e.network_seconds = seconds_for(sizes);
   ledger_.record(e);
   finish(after_outages(completion, e.network_seconds, {}));

@@ -14,6 +14,7 @@ std::vector<std::string> validate(const Config& c) {
   validate_training(c, errors);
   validate_strategy(c, errors);
   validate_network(c, errors);
+  validate_islands(c, errors);
   validate_faults(c, method_warmup_steps(c), errors);
   return errors;
 }

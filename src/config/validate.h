@@ -15,6 +15,8 @@ void validate_training(const Config& cfg, std::vector<std::string>& errors);
 // [network]: units, per-worker lists, the compute-time model (defined by the
 // net area, src/net/validate_network.cpp).
 void validate_network(const Config& cfg, std::vector<std::string>& errors);
+// [islands] and the two-level network's keys (src/net/validate_network.cpp).
+void validate_islands(const Config& cfg, std::vector<std::string>& errors);
 // [faults]: its lists' syntax and workers; windows start at or after the
 // `warmup` steps every worker takes part in.
 void validate_faults(const Config& cfg, int64_t warmup, std::vector<std::string>& errors);

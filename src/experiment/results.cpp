@@ -70,7 +70,7 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
         versus = format_paired_difference(d, base_loss, "±");
         if (d.has_interval()) versus += " (" + difference_verdict(d) + ")";
       }
-      o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << r.workers << " | " << r.steps << " | "
+      o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << workers_label(r) << " | " << r.steps << " | "
         << format_mean_interval(f.loss, 4) << " | " << format_mean_interval(f.ppl, 3) << " | " << versus << " | "
         << format_megabytes(f.bytes_per_worker.mean)
         << (f.bytes_per_worker.has_interval() && f.bytes_per_worker.half_width > 0

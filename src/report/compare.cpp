@@ -68,7 +68,7 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
   for (const auto& g : groups) {
     const RunData& r = *g.runs.front();
     const GroupFigures f = group_figures(g, 0);
-    o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << r.workers << " | " << r.steps << " | "
+    o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << workers_label(r) << " | " << r.steps << " | "
       << r.global_batch_tokens << " | " << format_mean_interval(f.loss, 4) << " | "
       << format_mean_interval(f.ppl, 3) << " | " << versus(g, base, fb) << " | "
       << format_mean_interval(scaled(f.bytes_per_worker, 1e-6), 2) << " | "
@@ -79,6 +79,10 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
       << " | " << figure_or_dash(f.update_correlation.mean, "%.4f") << " | "
       << figure_or_dash(f.disagreement.mean, "%.4g") << " |\n";
   }
+  std::vector<const RunData*> all;
+  for (const auto& r : runs) all.push_back(&r);
+  const std::string islands = islands_note(all);
+  if (!islands.empty()) o << "\n" << islands;
   if (groups.size() < runs.size())
     o << "\nMean over seeds ± the half-width of its 95% Student-t interval; \"vs first\" is the paired difference "
          "of the final eval loss over shared seeds: significant when its interval excludes 0, else inconclusive.\n";

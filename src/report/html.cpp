@@ -111,7 +111,7 @@ std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& b
       if (f.reached < f.seeds) ttt += format_number(" (%.0f", double(f.reached)) + format_number(" of %.0f seeds)", double(f.seeds));
     }
     o << "<tr" << (&g == &base ? " class=\"baseline\"" : "") << "><td>" << escape_html(g.name) << "</td><td>"
-      << f.seeds << "</td><td>" << escape_html(r.strategy) << "</td><td>" << r.workers << "</td><td>" << r.steps
+      << f.seeds << "</td><td>" << escape_html(r.strategy) << "</td><td>" << escape_html(workers_label(r)) << "</td><td>" << r.steps
       << "</td><td>" << mean_pm(f.loss, "%.4f") << "</td><td>" << mean_pm(f.ppl, "%.3f") << "</td><td>" << versus
       << "</td><td>" << format_megabytes(f.bytes_per_worker.mean) << "</td><td>" << format_megabytes(f.bytes_total.mean)
       << "</td><td>" << reduction << "</td><td>" << seconds_pm(f.sim_seconds) << "</td><td>" << ttt << "</td><td>"
@@ -121,6 +121,11 @@ std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& b
       << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
+  std::vector<const RunData*> all;
+  for (const auto& g : groups)
+    for (const RunData* r : g.runs) all.push_back(r);
+  const std::string islands = islands_note(all);
+  if (!islands.empty()) o << "<p class=\"note\">" << escape_html(islands) << "</p>\n";
   return o.str();
 }
 

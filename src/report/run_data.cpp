@@ -57,6 +57,7 @@ RunData load_run(const std::string& dir_text) {
   run.workers = static_cast<int64_t>(number_or(summary, "workers", 1));
   run.steps = static_cast<int64_t>(number_or(summary, "steps", 0));
   run.params = static_cast<int64_t>(number_or(summary, "params", 0));
+  run.intra_bytes_sent_per_worker = number_or(summary, "intra_bytes_sent_per_worker", -1);
 
   std::istringstream lines(read_text(dir / "metrics.jsonl", "'" + dir_text + "' has no metrics.jsonl"));
   std::string line;
@@ -72,6 +73,9 @@ RunData load_run(const std::string& dir_text) {
     if (kind == "start") {
       run.strategy = e.value("strategy", "");
       run.global_batch_tokens = static_cast<int64_t>(number_or(e, "global_batch_tokens", 0));
+      run.islands = static_cast<int64_t>(number_or(e, "islands", 0));
+      run.devices_per_island = static_cast<int64_t>(number_or(e, "devices_per_island", 1));
+      run.exchange = e.value("exchange", "");
     } else if (kind == "eval") {
       run.eval_step.push_back(number_or(e, "step", 0));
       run.eval_loss.push_back(number_or(e, "val_loss", 0));
@@ -99,6 +103,21 @@ RunData load_run(const std::string& dir_text) {
   run.config = only_keys(flatten_toml(read_text(config_path, "'" + dir_text + "' has no config.toml"), config_path.string()),
                          is_computation_key);
   return run;
+}
+
+std::string workers_label(const RunData& run) {
+  if (run.islands <= 0) return std::to_string(run.workers);
+  return std::to_string(run.islands) + "x" + std::to_string(run.devices_per_island) + " " + run.exchange;
+}
+
+std::string islands_note(const std::vector<const RunData*>& runs) {
+  std::string inside;
+  for (const RunData* r : runs)
+    if (r->intra_bytes_sent_per_worker >= 0)
+      inside += (inside.empty() ? "" : "; ") + r->name + " " + format_megabytes(r->intra_bytes_sent_per_worker) + " MB";
+  if (inside.empty()) return "";
+  return "Islands (N = islands x devices, exchange): sent/worker counts the wide-area links between islands. "
+         "Sent inside the islands per worker: " + inside + ".\n";
 }
 
 const RunData& reference_run(const std::vector<RunData>& runs, const std::string& name) {

@@ -25,7 +25,13 @@ class Cluster {
   virtual int64_t world() const = 0;
   // Global ranks of the workers that run in this process, ascending.
   virtual std::vector<int64_t> local_ranks() const = 0;
+  // The communicator rank `rank`'s strategy uses: with islands
+  // (islands.devices D > 1) the cross-island group of its device index
+  // (group rank = its island), else the group of every worker.
   virtual Communicator& comm(int64_t rank) = 0;
+  // With islands: the group of rank `rank`'s own island (group rank = its
+  // device index), for the gradient all-reduce inside the island; else null.
+  virtual Communicator* island_comm(int64_t /*rank*/) { return nullptr; }
   // The process that evaluates, logs and writes the run folder.
   virtual bool is_leader() const = 0;
   // Real processes (measured times are reported) rather than simulated ones.

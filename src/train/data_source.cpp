@@ -133,4 +133,37 @@ std::unique_ptr<DataSource::Stream> DataSource::stream(int64_t worker, int64_t w
       cfg_.model.block_size, seed);
 }
 
+namespace {
+
+// Device `device` of an island: draws the island's batch of D x B and keeps
+// rows [device * B, (device + 1) * B). Every device of the island draws the
+// same batch (same stream, same seed), so together they cover it exactly.
+class DeviceSliceStream final : public DataSource::Stream {
+ public:
+  DeviceSliceStream(std::unique_ptr<DataSource::Stream> island, int64_t device, int64_t devices)
+      : island_(std::move(island)), device_(device), devices_(devices) {}
+  Batch next(int64_t batch_size) override {
+    Batch all = island_->next(batch_size * devices_);
+    return {all.first.narrow(0, device_ * batch_size, batch_size).contiguous(),
+            all.second.narrow(0, device_ * batch_size, batch_size).contiguous()};
+  }
+  uint64_t position() const override { return island_->position(); }
+  void seek(uint64_t position) override { island_->seek(position); }
+
+ private:
+  std::unique_ptr<DataSource::Stream> island_;
+  int64_t device_, devices_;
+};
+
+}  // namespace
+
+std::unique_ptr<DataSource::Stream> DataSource::device_stream(std::unique_ptr<Stream> island, int64_t device,
+                                                              int64_t devices) {
+  if (devices < 1 || device < 0 || device >= devices)
+    throw std::invalid_argument("device_stream: device " + std::to_string(device) + " of " +
+                                std::to_string(devices) + " devices");
+  if (devices == 1) return island;
+  return std::make_unique<DeviceSliceStream>(std::move(island), device, devices);
+}
+
 }  // namespace atl

@@ -33,6 +33,10 @@ class DataSource {
     virtual void seek(uint64_t position) = 0;
   };
   std::unique_ptr<Stream> stream(int64_t worker, int64_t workers, uint64_t seed) const;
+  // Islands: device `device` of `devices` reading its island's stream. Each
+  // next(B) takes the island's next D x B examples and keeps the device's B
+  // rows, so an island of D devices sees what one device of batch D x B would.
+  static std::unique_ptr<Stream> device_stream(std::unique_ptr<Stream> island, int64_t device, int64_t devices);
   // The fixed sample the interim evaluations use: train.eval_batches
   // batches of train.batch_size.
   const std::vector<Batch>& eval_batches() const { return eval_batches_; }

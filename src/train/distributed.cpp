@@ -26,7 +26,10 @@ class RealCluster final : public Cluster {
   explicit RealCluster(DistGroup& group) : group_(group) {}
   int64_t world() const override { return group_.size(); }
   std::vector<int64_t> local_ranks() const override { return {group_.rank()}; }
-  Communicator& comm(int64_t) override { return group_.comm(); }
+  // With islands the strategy's group is the cross-island one of this
+  // rank's device index; the island's own group carries its gradients.
+  Communicator& comm(int64_t) override { return group_.cross_comm() ? *group_.cross_comm() : group_.comm(); }
+  Communicator* island_comm(int64_t) override { return group_.island_comm(); }
   bool is_leader() const override { return group_.rank() == 0; }
   bool real() const override { return true; }
   void meet(const std::function<void()>& observe) override { observe(); }
@@ -81,7 +84,9 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
                                 std::to_string(opts.world_size) +
                                 "; a real run has one worker per rank (atoll train sets strategy.workers from "
                                 "WORLD_SIZE unless given)");
-  auto group = connect_gloo(opts, parse_algorithm(cfg.network.algorithm), flat_lines(flatten(cfg)));
+  const IslandLayout layout = island_layout(cfg);
+  auto group = connect_gloo(opts, parse_algorithm(cfg.network.algorithm), flat_lines(flatten(cfg)),
+                            layout.devices > 1 ? layout.devices : 1);
   const bool leader = group->rank() == 0;
   const std::string& mode = cfg.run.resume;
 

@@ -13,6 +13,7 @@
 #include "atoll/net.h"
 #include "atoll/strategy.h"
 #include "net/devices.h"
+#include "strategy/baselines.h"
 #include "train/checkpoint.h"
 #include "train/data_source.h"
 #include "train/observer.h"
@@ -41,9 +42,18 @@ class Driver {
         workers_(cluster.world()),
         data_(cfg),
         net_(NetworkModel::from_config(cfg.network, workers_, static_cast<uint64_t>(cfg.run.seed))),
+        layout_(island_layout(cfg)),
         observer_(cfg, log, hooks, data_, net_, cluster.real()),
         threads_(threads_per_worker_hint),
         compute_slots_(std::max<int64_t>(1, available_cores() / threads_)) {
+    if (layout_.devices > 1) {
+      const uint64_t seed = static_cast<uint64_t>(cfg.run.seed);
+      islands_ = std::make_unique<IslandNetwork>(island_network(cfg, seed));
+      intra_ = std::make_unique<NetworkModel>(intra_network(cfg, seed));
+    }
+    // The strategy runs between islands: to it, each island is one worker.
+    strategy_cfg_ = cfg;
+    strategy_cfg_.strategy.workers = layout_.islands;
     speed_ = parse_number_list(cfg.network.speed_factors, 1.0);  // checked by validate()
     speed_.resize(workers_, 1.0);
     speed_changes_ = parse_speed_schedule(cfg.faults.speed_schedule);
@@ -55,6 +65,7 @@ class Driver {
       slot.model = make_model(cfg.model, data_.vocab_size(), init_seed);
       slot.params = slot.model->parameters();
       slot.comm = &cluster.comm(r);
+      slot.island_comm = cluster.island_comm(r);
       slots_.push_back(std::move(slot));
     }
     if (cfg.network.compute_time == "flops") {
@@ -121,11 +132,26 @@ class Driver {
     set_compute_threads(threads_);
     const int64_t w = slot.rank;
     Communicator& comm = *slot.comm;
-    comm.attach_clock(&slot.clock, &net_);
-    auto stream = data_.stream(w, workers_, mix_seed(static_cast<uint64_t>(cfg_.run.seed), uint64_t(w) + 1, 0xda7a));
+    // Island i's devices read island i's shard (one stream, D batches at a
+    // time, each device its own slice): an island of D devices of batch B
+    // sees what one device of batch D x B would.
+    const int64_t island = w / layout_.devices, device = w % layout_.devices;
+    auto stream = data_.stream(island, layout_.islands,
+                               mix_seed(static_cast<uint64_t>(cfg_.run.seed), uint64_t(island) + 1, 0xda7a));
+    std::unique_ptr<GradientAverager> island_grads;
+    if (slot.island_comm != nullptr) {
+      stream = DataSource::device_stream(std::move(stream), device, layout_.devices);
+      slot.island_comm->attach_clock(&slot.clock, intra_.get());
+      comm.attach_clock(&slot.clock, &islands_->wan());
+      comm.attach_islands(islands_.get(), device, &slot.island_comm->ledger());
+      island_grads = std::make_unique<GradientAverager>(cfg_, slot.params, "fp32");
+      slot.island_grads = island_grads.get();
+    } else {
+      comm.attach_clock(&slot.clock, &net_);
+    }
     std::vector<std::string> names;
     for (const auto& item : slot.model->named_parameters()) names.push_back(item.key());
-    auto strategy = make_strategy(cfg_, slot.params, comm, names);
+    auto strategy = make_strategy(strategy_cfg_, slot.params, comm, names);
     slot.global = strategy->global_params();
     slot.strategy = strategy.get();
     slot.stream = stream.get();
@@ -146,6 +172,7 @@ class Driver {
     if (!resuming()) observe_at(0);
     for (int64_t t = first_step; t < cfg_.train.steps; ++t) {
       comm.set_step(t);
+      if (slot.island_comm != nullptr) slot.island_comm->set_step(t);
       const Clock::time_point wall0 = Clock::now();
       const double comm0 = cluster_.measured_comm_seconds(w);
       if (!strategy->needs_gradient(t)) {
@@ -168,6 +195,9 @@ class Driver {
       }
       const double speed = speed_at(slot, t);
       slot.clock.advance_compute(speed * (flops_mode ? modelled_step_ : t1 - t0));
+      // Data parallel inside the island: the devices' mean gradient, over
+      // the island's links, before the method's step between islands.
+      if (island_grads) island_grads->average(slot.params, *slot.island_comm);
       strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
       if (flops_mode) {
         charge_extra(slot, *strategy, t, flops_mode);
@@ -186,6 +216,7 @@ class Driver {
     }
     slot.strategy = nullptr;  // the objects die with this frame
     slot.stream = nullptr;
+    slot.island_grads = nullptr;
   }
 
   // The modelled clock charges the method's own work of step t (its FLOPs
@@ -250,6 +281,13 @@ class Driver {
       std::vector<std::vector<at::Tensor>> mine;
       for (const auto& s : slots_) mine.push_back(s.params);
       o.params = cluster_.params(mine);
+      // An island's devices hold the same parameters: the method's workers
+      // (whose agreement and average the observer measures) are the islands.
+      if (layout_.devices > 1) {
+        std::vector<std::vector<at::Tensor>> leaders;
+        for (size_t r = 0; r < o.params.size(); r += size_t(layout_.devices)) leaders.push_back(o.params[r]);
+        o.params = std::move(leaders);
+      }
     }
     if (!cluster_.is_leader()) return;
     if (log && slots_[0].strategy) o.strategy_stats = slots_[0].strategy->stats();  // train events carry them
@@ -315,6 +353,10 @@ class Driver {
   int64_t workers_;
   DataSource data_;
   NetworkModel net_;
+  IslandLayout layout_;
+  std::unique_ptr<IslandNetwork> islands_;  // islands.devices > 1: the two-level network
+  std::unique_ptr<NetworkModel> intra_;     // and the links inside an island
+  Config strategy_cfg_;                     // cfg_ with strategy.workers = the islands
   Observer observer_;
   int64_t threads_ = 1;
   ComputeSlots compute_slots_;

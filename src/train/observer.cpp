@@ -50,6 +50,7 @@ Observer::Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, 
       net_(net),
       real_(real_run),
       workers_(cfg.strategy.workers),
+      islands_(island_layout(cfg).devices > 1),
       eval_model_(make_model(cfg.model, data.vocab_size(), static_cast<uint64_t>(cfg.run.seed))) {
   params_ = eval_model_->num_params();
   for (const auto& p : eval_model_->parameters()) initial_params_.push_back(p.detach().clone());
@@ -96,8 +97,9 @@ void Observer::observe(const Observation& o) {
   const bool correlation = o.log && schedule_.is_correlation_step(step);
   const bool last = step == cfg_.train.steps;
 
-  double loss = 0, sim_time = 0, compute = 0, blocked = 0, sent = 0, received = 0;
+  double loss = 0, sim_time = 0, compute = 0, blocked = 0, sent = 0, received = 0, intra_sent = 0;
   for (const auto& r : o.reports) {
+    intra_sent += r.intra_sent;
     loss += r.loss_count ? r.loss_sum / double(r.loss_count) : 0;
     sim_time = std::max(sim_time, r.sim_now);
     compute += r.compute_s;
@@ -118,6 +120,8 @@ void Observer::observe(const Observation& o) {
                            {"utilisation", sim_time > 0 ? (compute / n) / sim_time : 1.0},
                            {"bytes_sent_per_worker", sent / n},
                            {"bytes_received_per_worker", received / n}};
+  // Islands: the bytes above crossed the wide-area links; these stayed inside.
+  if (islands_) common["intra_bytes_sent_per_worker"] = intra_sent / n;
   for (const auto& r : o.reports)  // rank order
     for (const auto& e : r.events) log_.write(nlohmann::json::parse(e));
   log_outages(step, sim_time);
@@ -234,8 +238,10 @@ void Observer::load_eval_params(const std::string& which, const Observation& o) 
     // Sum in rank order, so the average is bitwise reproducible.
     for (size_t k = 0; k < dst.size(); ++k) {
       at::Tensor acc = o.params[0][k].detach().clone();
-      for (int64_t w = 1; w < workers_; ++w) acc.add_(o.params[w][k].detach());
-      dst[k].copy_(acc.div_(double(workers_)));
+      // The method's workers: every worker, or each island's first device.
+      const int64_t models = static_cast<int64_t>(o.params.size());
+      for (int64_t w = 1; w < models; ++w) acc.add_(o.params[w][k].detach());
+      dst[k].copy_(acc.div_(double(models)));
     }
   }
 }
@@ -280,6 +286,12 @@ void Observer::write_start_event(int64_t threads_per_worker) {
                       {"compute_time", cfg_.network.compute_time},
                       {"clock", describe_compute_clock(cfg_.network, flops_per_token_ * double(tokens_per_step_))},
                       {"mode", real_ ? "real" : "simulated"}};
+  if (islands_) {
+    const IslandLayout l = island_layout(cfg_);
+    e["islands"] = l.islands;
+    e["devices_per_island"] = l.devices;
+    e["exchange"] = cfg_.islands.exchange;
+  }
   log_.write(e);
   log_.write(e);
 }
@@ -308,10 +320,17 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
   summary_.compute_utilisation = sim_time > 0 ? compute / sim_time : 1.0;
   summary_.bytes_sent_per_worker = sent;
   nlohmann::json by_tag = nlohmann::json::object(), per_worker = nlohmann::json::array();
-  double comm_wall = 0, compute_wall = 0, network_model = 0;
+  double comm_wall = 0, compute_wall = 0, network_model = 0, intra_sent = 0, intra_network = 0;
   for (const auto& r : o.reports) {
+    intra_sent += r.intra_sent;
+    intra_network += r.intra_network_s;
     nlohmann::json w = {{"sent", r.sent}, {"received", r.received}, {"ops", r.ops},
                         {"network_model_s", r.network_model_s}};
+    if (islands_) {
+      w["intra_sent"] = r.intra_sent;
+      w["intra_received"] = r.intra_received;
+      w["intra_network_model_s"] = r.intra_network_s;
+    }
     if (real_) {
       w["comm_wall_s"] = r.comm_wall_s;
       w["compute_wall_s"] = r.compute_wall_s;
@@ -352,6 +371,12 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
   for (const auto& worker : o.params) hashes.push_back(parameter_hash(worker));
   e["params_hash_per_worker"] = hashes;
   summary_.network_model_seconds = network_model / n;
+  if (islands_) {
+    // Link classes: the wide-area figures are the ones without "intra".
+    e["intra_bytes_sent_per_worker"] = intra_sent / n;
+    e["intra_network_model_s_per_worker"] = intra_network / n;
+    summary_.intra_bytes_sent_per_worker = intra_sent / n;
+  }
   if (real_) {
     summary_.comm_wall_seconds = comm_wall / n;
     // Measured next to the ledger's bytes and the network model's prediction.

@@ -77,6 +77,7 @@ class Observer {
   const NetworkModel& net_;
   bool real_;
   int64_t workers_;
+  bool islands_;  // islands.devices > 1: bytes are split by link class
   std::shared_ptr<Model> eval_model_;
   // θ_0 of the agreement metrics: the workers' common initial parameters,
   // rebuilt like theirs (make_model with the run seed), so also on resume.

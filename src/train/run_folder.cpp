@@ -49,6 +49,7 @@ void write_summary(const fs::path& dir, const RunSummary& s) {
   summary["eval_s"] = s.eval_wall_seconds;
   summary["final_update_correlation"] = maybe(s.final_update_correlation);
   summary["final_disagreement"] = maybe(s.final_disagreement);
+  if (s.intra_bytes_sent_per_worker >= 0) summary["intra_bytes_sent_per_worker"] = s.intra_bytes_sent_per_worker;
   if (!s.events.empty()) summary["end"] = nlohmann::json::parse(s.events.back());
   std::ofstream(dir / "summary.json") << summary.dump(2) << "\n";
 }

@@ -20,16 +20,34 @@
 namespace atl {
 namespace {
 
+// Without islands one group of every worker. With I islands of D devices,
+// worker r = island r / D, device r % D: D cross-island groups of I ranks
+// (one per device index) and I island groups of D ranks.
 class SimCluster final : public Cluster {
  public:
-  SimCluster(int64_t n, CollectiveAlgo algo) : group_(n, algo), rendezvous_(n) {}
-  int64_t world() const override { return group_.size(); }
+  SimCluster(int64_t n, CollectiveAlgo algo, IslandLayout islands) : n_(n), devices_(islands.devices), rendezvous_(n) {
+    if (devices_ <= 1) {
+      cross_.push_back(std::make_unique<InProcessGroup>(n, algo));
+      return;
+    }
+    for (int64_t d = 0; d < devices_; ++d) cross_.push_back(std::make_unique<InProcessGroup>(islands.islands, algo));
+    for (int64_t i = 0; i < islands.islands; ++i)
+      island_.push_back(std::make_unique<InProcessGroup>(devices_, CollectiveAlgo::Ring));
+  }
+  int64_t world() const override { return n_; }
   std::vector<int64_t> local_ranks() const override {
-    std::vector<int64_t> r(group_.size());
-    for (int64_t i = 0; i < group_.size(); ++i) r[i] = i;
+    std::vector<int64_t> r(n_);
+    for (int64_t i = 0; i < n_; ++i) r[i] = i;
     return r;
   }
-  Communicator& comm(int64_t rank) override { return group_.rank(rank); }
+  Communicator& comm(int64_t rank) override {
+    if (devices_ <= 1) return cross_[0]->rank(rank);
+    return cross_[rank % devices_]->rank(rank / devices_);
+  }
+  Communicator* island_comm(int64_t rank) override {
+    if (devices_ <= 1) return nullptr;
+    return &island_[rank / devices_]->rank(rank % devices_);
+  }
   bool is_leader() const override { return true; }
   bool real() const override { return false; }
   void meet(const std::function<void()>& observe) override { rendezvous_.arrive(observe); }
@@ -40,17 +58,19 @@ class SimCluster final : public Cluster {
   double measured_comm_seconds(int64_t) const override { return 0; }
   bool any(bool mine) override { return mine; }
   void abort(const std::string& why) override {
-    group_.abort(why);
+    for (auto& g : cross_) g->abort(why);
+    for (auto& g : island_) g->abort(why);
     rendezvous_.abort();
   }
 
  private:
-  InProcessGroup group_;
+  int64_t n_, devices_;
+  std::vector<std::unique_ptr<InProcessGroup>> cross_, island_;
   Rendezvous rendezvous_;
 };
 
 RunSummary run_with_log(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, const CheckpointPlan& plan = {}) {
-  SimCluster cluster(cfg.strategy.workers, parse_algorithm(cfg.network.algorithm));
+  SimCluster cluster(cfg.strategy.workers, parse_algorithm(cfg.network.algorithm), island_layout(cfg));
   RunSummary s = run_on_cluster(cfg, cluster, log, hooks, threads_per_worker(cfg.run.threads, cfg.strategy.workers), plan);
   s.events = log.lines();
   return s;

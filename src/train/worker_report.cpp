@@ -7,7 +7,8 @@ nlohmann::json WorkerReport::to_json() const {
           {"compute_s", compute_s}, {"blocked_s", blocked_s}, {"sent", sent},
           {"received", received}, {"ops", ops}, {"network_model_s", network_model_s},
           {"comm_wall_s", comm_wall_s}, {"compute_wall_s", compute_wall_s}, {"sent_by_tag", sent_by_tag},
-          {"events", events}};
+          {"events", events}, {"intra_sent", intra_sent}, {"intra_received", intra_received},
+          {"intra_network_s", intra_network_s}};
 }
 
 WorkerReport WorkerReport::from_json(const nlohmann::json& j) {
@@ -25,6 +26,9 @@ WorkerReport WorkerReport::from_json(const nlohmann::json& j) {
   r.compute_wall_s = j.at("compute_wall_s");
   r.sent_by_tag = j.at("sent_by_tag").get<std::map<std::string, double>>();
   r.events = j.at("events").get<std::vector<std::string>>();
+  r.intra_sent = j.at("intra_sent");
+  r.intra_received = j.at("intra_received");
+  r.intra_network_s = j.at("intra_network_s");
   return r;
 }
 

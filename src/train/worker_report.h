@@ -18,6 +18,9 @@ struct WorkerReport {
   double sent = 0, received = 0;
   int64_t ops = 0;
   double network_model_s = 0;  // sum of the network model's op times (the ledger's)
+  // Islands: bytes and network time on the links inside the island (the
+  // figures above are then the wide-area ones between islands).
+  double intra_sent = 0, intra_received = 0, intra_network_s = 0;
   double comm_wall_s = 0;      // real runs: measured wall time inside collectives
   double compute_wall_s = 0;   // real runs: measured wall time of forward/backward and updates
   std::map<std::string, double> sent_by_tag;

@@ -1,5 +1,7 @@
 #include "train/worker_slot.h"
 
+#include "strategy/baselines.h"
+
 namespace atl {
 
 WorkerReport WorkerSlot::report(double comm_wall) const {
@@ -17,6 +19,12 @@ WorkerReport WorkerSlot::report(double comm_wall) const {
   r.comm_wall_s = comm_wall;
   r.compute_wall_s = compute_wall;
   r.sent_by_tag = l.sent_by_tag();
+  if (island_comm != nullptr) {
+    const Ledger& in = island_comm->ledger();
+    r.intra_sent = in.total_sent();
+    r.intra_received = in.total_received();
+    r.intra_network_s = in.total_network_seconds();
+  }
   r.events = events;
   return r;
 }
@@ -46,6 +54,11 @@ void WorkerSlot::visit_state(StateVisitor& v) {
   v.real("clock.blocked", blocked);
   if (v.loading()) clock.restore(now, compute, blocked);
   comm->visit_state(v);
+  if (island_comm != nullptr) {
+    StateVisitor::Scope scope(v, "island");
+    island_comm->visit_state(v);
+    island_grads->visit_state(v);
+  }
   v.real("loss_sum", loss_sum);
   v.integer("loss_count", loss_count);
   v.real("compute_wall", compute_wall);

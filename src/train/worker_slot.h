@@ -32,6 +32,10 @@ struct WorkerSlot {
   DataSource::Stream* stream = nullptr;             // owned by the worker loop
   VirtualClock clock;
   Communicator* comm = nullptr;
+  // Islands (islands.devices > 1): the island's group and the gradient
+  // average over it (owned by the worker loop); null otherwise.
+  Communicator* island_comm = nullptr;
+  class GradientAverager* island_grads = nullptr;
   double loss_sum = 0;
   int64_t loss_count = 0;
   double compute_wall = 0;          // wall seconds of compute (real runs report it)
