@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "atoll/config.h"
+#include "atoll/report.h"
 #include "atoll/train.h"
 #include "tiny_data.h"
 
@@ -162,6 +163,27 @@ TEST(Islands, ResumingAnIslandsRunContinuesItBitwise) {
   EXPECT_EQ(trajectory_of(resumed).end["params_hash_per_worker"], trajectory_of(whole).end["params_hash_per_worker"]);
   EXPECT_EQ(resumed.sim_seconds, whole.sim_seconds);
   EXPECT_EQ(resumed.intra_bytes_sent_per_worker, whole.intra_bytes_sent_per_worker);
+}
+
+TEST(Islands, CompareTablesNameTheLayoutAndSplitBytesByLinkClass) {
+  testing::TempDir dir;
+  Config islands = islands_config("diloco", 2, 2, "leader");
+  islands.run.out_dir = dir.str();
+  islands.run.name = "d2x2";
+  Config flat = islands_config("ddp", 4, 1, "flat");
+  flat.run.out_dir = dir.str();
+  flat.run.name = "ddp4";
+  const RunSummary a = train(islands), b = train(flat);
+  const std::string table = compare_runs({b.run_dir, a.run_dir});
+  EXPECT_NE(table.find("| 2x2 leader |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| 4 |"), std::string::npos) << table;
+  const std::string inside = "d2x2 " + format_megabytes(a.intra_bytes_sent_per_worker) + " MB in ";
+  EXPECT_NE(table.find(inside), std::string::npos) << table;
+  const std::string note = table.substr(table.find("Islands ("));
+  EXPECT_EQ(note.find("ddp4"), std::string::npos) << "no islands, no entry: " << note;
+  const RunData d = load_run(a.run_dir);
+  EXPECT_GT(d.intra_network_seconds, 0);
+  EXPECT_GT(d.network_seconds, 0);
 }
 
 TEST(Islands, LayoutsThatDoNotFitTheWorkersAreRefusedWithTheFix) {

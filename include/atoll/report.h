@@ -33,6 +33,9 @@ struct RunData {
   // Islands: bytes each worker sent inside its island (bytes_sent_per_worker
   // is then what crossed the wide-area links); < 0 without islands.
   double intra_bytes_sent_per_worker = -1;
+  // The network model's time per worker (end event): all of it, and the
+  // part on the links inside the islands.
+  double network_seconds = 0, intra_network_seconds = 0;
   double final_val_loss = 0, bytes_sent_per_worker = 0, sim_seconds = 0, utilisation = 1;
   double bytes_sent_total = 0;   // all workers (the ledger's per-worker sums)
   double final_correlation = 1;  // 1 for one worker or when never logged

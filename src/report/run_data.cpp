@@ -11,6 +11,7 @@
 
 #include "atoll/config.h"
 #include "atoll/report.h"
+#include "util/format.h"
 
 namespace atl {
 namespace fs = std::filesystem;
@@ -94,6 +95,8 @@ RunData load_run(const std::string& dir_text) {
       run.final_update_correlation = number_or_nan(e, "final_update_correlation");
       run.final_disagreement = number_or_nan(e, "final_disagreement");
       run.final_val_loss_se = number_or_nan(e, "final_val_loss_se");
+      run.network_seconds = number_or(e, "network_model_s_per_worker", 0);
+      run.intra_network_seconds = number_or(e, "intra_network_model_s_per_worker", 0);
       if (e.contains("ledger_per_worker") && e["ledger_per_worker"].is_array())
         for (const auto& w : e["ledger_per_worker"]) run.bytes_sent_total += number_or(w, "sent", 0);
     }
@@ -114,10 +117,13 @@ std::string islands_note(const std::vector<const RunData*>& runs) {
   std::string inside;
   for (const RunData* r : runs)
     if (r->intra_bytes_sent_per_worker >= 0)
-      inside += (inside.empty() ? "" : "; ") + r->name + " " + format_megabytes(r->intra_bytes_sent_per_worker) + " MB";
+      inside += (inside.empty() ? "" : "; ") + r->name + " " + format_megabytes(r->intra_bytes_sent_per_worker) +
+                " MB in " + format_number("%.3g", r->intra_network_seconds) + " s inside, " +
+                format_number("%.3g", r->network_seconds) + " s between";
   if (inside.empty()) return "";
   return "Islands (N = islands x devices, exchange): sent/worker counts the wide-area links between islands. "
-         "Sent inside the islands per worker: " + inside + ".\n";
+         "Per worker, bytes sent inside the islands and the network model's time on each link class: " +
+         inside + ".\n";
 }
 
 const RunData& reference_run(const std::vector<RunData>& runs, const std::string& name) {
