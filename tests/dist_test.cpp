@@ -52,6 +52,22 @@ std::vector<std::string> as_flags(const std::vector<std::string>& overrides) {
   return out;
 }
 
+// `atoll launch --nproc=nproc` of `atoll train` with these overrides; its
+// standard error in `err`.
+LaunchResult launch_train(int64_t nproc, const std::vector<std::string>& overrides, std::string& err) {
+  LaunchOptions opts;
+  opts.nproc = nproc;
+  opts.grace_seconds = 2;
+  opts.argv = {kAtoll, "train", "--dist-timeout=60"};
+  for (const auto& f : as_flags(overrides)) opts.argv.push_back(f);
+  std::ostringstream out, errors;
+  opts.out = &out;
+  opts.err = &errors;
+  const LaunchResult r = launch_local(opts);
+  err = errors.str();
+  return r;
+}
+
 std::vector<nlohmann::json> read_events(const std::string& run_dir) {
   std::vector<nlohmann::json> out;
   std::ifstream in(fs::path(run_dir) / "metrics.jsonl");
@@ -77,16 +93,9 @@ TEST_P(RealEqualsSimulated, TwoRanksOverGlooMatchTheSimulatorBitwise) {
   const Config cfg = load_config("", tiny_overrides(strategy, dir.str(), "sim"));
   const RunSummary sim = train(cfg);
 
-  LaunchOptions opts;
-  opts.nproc = 2;
-  opts.grace_seconds = 2;
-  opts.argv = {kAtoll, "train", "--dist-timeout=60"};
-  for (const auto& f : as_flags(tiny_overrides(strategy, dir.str(), "real"))) opts.argv.push_back(f);
-  std::ostringstream out, err;
-  opts.out = &out;
-  opts.err = &err;
-  const LaunchResult r = launch_local(opts);
-  ASSERT_EQ(r.exit_code, 0) << r.error << "\n" << err.str();
+  std::string err;
+  const LaunchResult r = launch_train(2, tiny_overrides(strategy, dir.str(), "real"), err);
+  ASSERT_EQ(r.exit_code, 0) << r.error << "\n" << err;
 
   const auto want = read_events(sim.run_dir), got = read_events(dir / "real");
   ASSERT_EQ(got.size(), want.size());
@@ -131,16 +140,9 @@ TEST_P(RealIslandsEqualSimulated, TwoIslandsOfTwoRanksOverGlooMatchTheSimulatorB
     return o;
   };
   const RunSummary sim = train(load_config("", overrides("sim")));
-  LaunchOptions opts;
-  opts.nproc = 4;
-  opts.grace_seconds = 2;
-  opts.argv = {kAtoll, "train", "--dist-timeout=60"};
-  for (const auto& f : as_flags(overrides("real"))) opts.argv.push_back(f);
-  std::ostringstream out, err;
-  opts.out = &out;
-  opts.err = &err;
-  const LaunchResult r = launch_local(opts);
-  ASSERT_EQ(r.exit_code, 0) << r.error << "\n" << err.str();
+  std::string err;
+  const LaunchResult r = launch_train(4, overrides("real"), err);
+  ASSERT_EQ(r.exit_code, 0) << r.error << "\n" << err;
 
   const auto want = read_events(sim.run_dir), got = read_events(dir / "real");
   ASSERT_EQ(got.size(), want.size());

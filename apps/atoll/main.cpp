@@ -210,8 +210,13 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
   }
   if (const std::string note = atl::blas_kernel_warning(); !note.empty())
     std::fprintf(stderr, "atoll: note: %s\n", note.c_str());
-  std::printf("atoll train: %s, %lld worker(s), %lld steps, model %s -> %s/%s\n", cfg.strategy.name.c_str(),
-              (long long)cfg.strategy.workers, (long long)cfg.train.steps, cfg.model.kind.c_str(),
+  const atl::IslandLayout islands = atl::island_layout(cfg);
+  const std::string where =
+      islands.devices > 1 ? " (" + std::to_string(islands.islands) + " islands x " + std::to_string(islands.devices) +
+                                " devices, " + cfg.islands.exchange + " exchange)"
+                          : std::string();
+  std::printf("atoll train: %s, %lld worker(s)%s, %lld steps, model %s -> %s/%s\n", cfg.strategy.name.c_str(),
+              (long long)cfg.strategy.workers, where.c_str(), (long long)cfg.train.steps, cfg.model.kind.c_str(),
               cfg.run.out_dir.c_str(), cfg.run.name.c_str());
   const atl::RunSummary s = atl::train(cfg, progress_hooks(cfg));
   print_done(s);

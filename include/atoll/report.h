@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace atl {
@@ -59,8 +60,9 @@ struct RunData {
 
 // "8", or "4x2 leader" for 4 islands of 2 devices with leader exchange.
 std::string workers_label(const RunData& run);
-// A note on the link classes under a table when any run has islands, else "".
-std::string islands_note(const std::vector<const RunData*>& runs);
+// A note on the link classes under a table when any run has islands, else
+// "": per setting (its name and one of its runs; seeds move the same bytes).
+std::string islands_note(const std::vector<std::pair<std::string, const RunData*>>& settings);
 
 // Reads summary.json, metrics.jsonl and config.toml. Throws
 // std::runtime_error naming the folder when it is not a finished run or a

@@ -79,8 +79,8 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
       << " | " << figure_or_dash(f.update_correlation.mean, "%.4f") << " | "
       << figure_or_dash(f.disagreement.mean, "%.4g") << " |\n";
   }
-  std::vector<const RunData*> all;
-  for (const auto& r : runs) all.push_back(&r);
+  std::vector<std::pair<std::string, const RunData*>> all;
+  for (const auto& g : groups) all.emplace_back(g.name, g.runs.front());
   const std::string islands = islands_note(all);
   if (!islands.empty()) o << "\n" << islands;
   if (groups.size() < runs.size())

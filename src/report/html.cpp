@@ -121,9 +121,8 @@ std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& b
       << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
-  std::vector<const RunData*> all;
-  for (const auto& g : groups)
-    for (const RunData* r : g.runs) all.push_back(r);
+  std::vector<std::pair<std::string, const RunData*>> all;
+  for (const auto& g : groups) all.emplace_back(g.name, g.runs.front());
   const std::string islands = islands_note(all);
   if (!islands.empty()) o << "<p class=\"note\">" << escape_html(islands) << "</p>\n";
   return o.str();

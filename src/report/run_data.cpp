@@ -113,11 +113,11 @@ std::string workers_label(const RunData& run) {
   return std::to_string(run.islands) + "x" + std::to_string(run.devices_per_island) + " " + run.exchange;
 }
 
-std::string islands_note(const std::vector<const RunData*>& runs) {
+std::string islands_note(const std::vector<std::pair<std::string, const RunData*>>& settings) {
   std::string inside;
-  for (const RunData* r : runs)
+  for (const auto& [name, r] : settings)
     if (r->intra_bytes_sent_per_worker >= 0)
-      inside += (inside.empty() ? "" : "; ") + r->name + " " + format_megabytes(r->intra_bytes_sent_per_worker) +
+      inside += (inside.empty() ? "" : "; ") + name + " " + format_megabytes(r->intra_bytes_sent_per_worker) +
                 " MB in " + format_number("%.3g", r->intra_network_seconds) + " s inside, " +
                 format_number("%.3g", r->network_seconds) + " s between";
   if (inside.empty()) return "";
