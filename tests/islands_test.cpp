@@ -134,6 +134,29 @@ TEST(Islands, ExchangePatternsGiveTheSameParametersAndTheirFormulasBytes) {
   }
 }
 
+// Leader and sharded move all-reduces their own way (the leaders, or 1/D
+// slices and an all-gather): blocking (SPARTA), in flight over steps
+// (Streaming DiLoCo) and in DDP's buckets, the values are the flat ones.
+TEST(Islands, LeaderAndShardedDataPathsGiveTheFlatValuesForEveryKindOfAllReduce) {
+  for (const char* strategy : {"sparta", "streaming", "ddp", "noloco", "demo"}) {
+    nlohmann::json flat;
+    for (const char* exchange : {"flat", "leader", "sharded"}) {
+      Config cfg = islands_config(strategy, 2, 3, exchange);
+      cfg.train.steps = 12;
+      cfg.noloco.inner_steps = 4;
+      cfg.streaming.fragment_blocks = 1;
+      cfg.ddp.bucket_mb = 0.01;  // several buckets
+      cfg.ddp.first_bucket_mb = 0.01;
+      const Trajectory t = trajectory_of(simulate(cfg));
+      if (flat.is_null()) {
+        flat = t.end["params_hash_per_worker"];
+        continue;
+      }
+      EXPECT_EQ(t.end["params_hash_per_worker"], flat) << strategy << " " << exchange;
+    }
+  }
+}
+
 TEST(Islands, LeaderExchangeCostsFewerWideAreaBytesButChargesTheIslandsLinks) {
   Config flat = islands_config("diloco", 2, 4, "flat"), leader = islands_config("diloco", 2, 4, "leader");
   for (Config* c : {&flat, &leader}) {

@@ -182,17 +182,21 @@ class Communicator {
     net_ = net;
   }
   // Islands: this communicator joins device `device` of every island (the
-  // cross-island group; rank = island). Each op is then charged as
-  // `islands`' exchange pattern prescribes (IslandNetwork::charge): its
-  // wide-area bytes and time in this ledger, its part inside the island in
-  // `intra` (the island communicator's ledger), its whole time to the clock.
-  // The data still move within this group: every device of an island holds
-  // the same values, so the result is the same whichever way they travel.
+  // cross-island group; rank = island) and `island` is the device's own
+  // island group. Each op is then charged as `islands`' exchange pattern
+  // prescribes (IslandNetwork::charge): its wide-area bytes and time in this
+  // ledger, its part inside the island in `island`'s ledger, its whole time
+  // to the clock. All-reduces also move as the pattern does: flat, within
+  // this group; leader, among the islands' device 0 and then broadcast in
+  // the island; sharded, slice `device` of 1/D within this group and then an
+  // all-gather in the island. Every device of an island holds the same
+  // values, so all three give the same result bit for bit. Other ops move
+  // within this group (each device with its counterparts).
   // Null `islands`: ops are charged on the flat network (attach_clock's).
-  void attach_islands(const IslandNetwork* islands, int64_t device, Ledger* intra) {
+  void attach_islands(const IslandNetwork* islands, int64_t device, Communicator* island) {
     islands_ = islands;
     island_device_ = device;
-    intra_ledger_ = intra;
+    island_ = island;
   }
   CollectiveAlgo algorithm() const { return algo_; }
   VirtualClock* clock() { return clock_; }
@@ -245,6 +249,12 @@ class Communicator {
                 const std::vector<int64_t>& participants);
   // Islands: records `charge`'s two parts and returns its whole time.
   double record_charge(const LedgerEntry& wide_area, const OpCharge& charge);
+  // Islands: an all-reduce's data path under the exchange pattern (see
+  // attach_islands); returns the completion time.
+  double island_all_reduce(at::Tensor& work, ReduceOp op, double arrival, double network_seconds);
+  bool moves_by_pattern() const {
+    return islands_ != nullptr && island_ != nullptr && islands_->exchange() != IslandExchange::Flat;
+  }
   void finish(double completion);  // blocking ops: clock waits
   // Moves an op's start past any outage of a participant's link (all ranks
   // when `participants` is empty).
@@ -263,7 +273,7 @@ class Communicator {
   const NetworkModel* net_ = nullptr;
   const IslandNetwork* islands_ = nullptr;
   int64_t island_device_ = 0;
-  Ledger* intra_ledger_ = nullptr;
+  Communicator* island_ = nullptr;
 };
 
 // n communicators for n threads in one process. Reductions sum in rank order

@@ -129,14 +129,42 @@ double Communicator::record_charge(const LedgerEntry& wide_area, const OpCharge&
   e.received_bytes = charge.received;
   e.network_seconds = charge.seconds - charge.intra_seconds;
   ledger_.record(e);
-  if (intra_ledger_ != nullptr && (charge.intra_sent > 0 || charge.intra_received > 0 || charge.intra_seconds > 0)) {
+  if (island_ != nullptr && (charge.intra_sent > 0 || charge.intra_received > 0 || charge.intra_seconds > 0)) {
     LedgerEntry in = wide_area;
     in.sent_bytes = charge.intra_sent;
     in.received_bytes = charge.intra_received;
     in.network_seconds = charge.intra_seconds;
-    intra_ledger_->record(in);
+    island_->ledger_.record(in);
   }
   return charge.seconds;
+}
+
+double Communicator::island_all_reduce(at::Tensor& work, ReduceOp op, double arrival, double network_seconds) {
+  // The island's devices reach the op together (their gradient average
+  // lines them up), and the pattern's whole time is charged to the
+  // wide-area op; the island's own steps add no time of their own here.
+  if (islands_->exchange() == IslandExchange::Leader) {
+    // A device that waits for its leader is done when the pattern's time
+    // has passed (a real rank knows only its own arrival).
+    const double done =
+        island_device_ == 0 ? do_all_reduce(work, op, arrival, network_seconds) : arrival + network_seconds;
+    return island_->do_broadcast(work, 0, done, 0.0);
+  }
+  // Sharded: device d reduces elements [d * n / D, (d + 1) * n / D) with
+  // device d of the other islands, then the island gathers the slices.
+  const int64_t devices = islands_->devices(), n = work.numel();
+  at::Tensor flat = work.view({-1});
+  const int64_t from = island_device_ * n / devices, to = (island_device_ + 1) * n / devices;
+  at::Tensor slice = flat.narrow(0, from, to - from).clone();
+  const double done = do_all_reduce(slice, op, arrival, network_seconds);
+  std::vector<at::Tensor> slices;
+  const double completion = island_->do_all_gather(slice, slices, done, [](const std::vector<int64_t>&) { return 0.0; });
+  int64_t at = 0;
+  for (const at::Tensor& part : slices) {
+    flat.narrow(0, at, part.numel()).copy_(part.view({-1}));
+    at += part.numel();
+  }
+  return completion;
 }
 
 double Communicator::after_outages(double completion, double network_seconds,
@@ -155,7 +183,8 @@ void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag
   const double net = record(CommOp::AllReduce, tag, wire_bytes >= 0 ? wire_bytes : payload_bytes(t), false, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
-  const double completion = after_outages(do_all_reduce(work, op, arrival, net), net, {});
+  const double moved = moves_by_pattern() ? island_all_reduce(work, op, arrival, net) : do_all_reduce(work, op, arrival, net);
+  const double completion = after_outages(moved, net, {});
   copy_back(t, work);
   finish(completion);
 }
@@ -196,7 +225,9 @@ void Communicator::all_reduce_overlapped(at::Tensor& t, ReduceOp op, const std::
   // this rank's own end with no further network time makes that the latest
   // rank's end, the joint schedule's (see comm.h).
   at::Tensor work = contiguous_work(t);
-  const double completion = do_all_reduce(work, op, std::max(end, end_of_compute), 0.0);
+  const double arrival = std::max(end, end_of_compute);
+  const double completion =
+      moves_by_pattern() ? island_all_reduce(work, op, arrival, 0.0) : do_all_reduce(work, op, arrival, 0.0);
   copy_back(t, work);
   finish(completion);
 }
@@ -213,7 +244,15 @@ Work Communicator::all_reduce_async(at::Tensor& t, ReduceOp op, const std::strin
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
   double completion = 0;
-  std::function<void()> in_flight = start_all_reduce(work, op, arrival, net, completion);
+  // Islands' leader and sharded paths are two ops in sequence: they move
+  // the data now (a real run's overlap is then lost; the clock still
+  // charges only what compute did not hide).
+  std::function<void()> in_flight = nullptr;
+  if (moves_by_pattern()) {
+    completion = island_all_reduce(work, op, arrival, net);
+  } else {
+    in_flight = start_all_reduce(work, op, arrival, net, completion);
+  }
   completion = after_outages(completion, net, {});
   if (!in_flight) {
     copy_back(t, work);

@@ -143,7 +143,7 @@ class Driver {
       stream = DataSource::device_stream(std::move(stream), device, layout_.devices);
       slot.island_comm->attach_clock(&slot.clock, intra_.get());
       comm.attach_clock(&slot.clock, &islands_->wan());
-      comm.attach_islands(islands_.get(), device, &slot.island_comm->ledger());
+      comm.attach_islands(islands_.get(), device, slot.island_comm);
       island_grads = std::make_unique<GradientAverager>(cfg_, slot.params, "fp32");
       slot.island_grads = island_grads.get();
     } else {
