@@ -115,6 +115,26 @@ TEST(IslandsNet, AllReduceOfFourIslandsOfFourMatchesFiguresWorkedByHand) {
   EXPECT_NEAR(seconds(IslandExchange::Sharded), 0.4506, 1e-12);
 }
 
+TEST(IslandsNet, ASharedUplinkGivesFlatAndShardedADthOfItAndLeaderAllOfIt) {
+  // As above, but the 4 devices of an island share one 1e6 B/s uplink.
+  const double s = 1e6;
+  auto seconds = [&](IslandExchange ex) {
+    return IslandNetwork(uniform_wan(4, 1e6, 0.01), Link{1e8, 1e-4}, 4, ex, /*shared_uplink=*/true)
+        .charge(CommOp::AllReduce, s, s, 0, 0, false, {}, 0)
+        .seconds;
+  };
+  // flat at beta / 4: 0.3 + 2*15/16 * 4 = 7.8 s.
+  EXPECT_NEAR(seconds(IslandExchange::Flat), 7.8, 1e-12);
+  // leader: one device on the uplink, unchanged: 1.5804 s.
+  EXPECT_NEAR(seconds(IslandExchange::Leader), 1.5804, 1e-12);
+  // sharded: 0.0156 + 0.06 + 1.5 * 0.25 * 4 = 1.5756 s, leader's cross time plus its own inside terms.
+  EXPECT_NEAR(seconds(IslandExchange::Sharded), 1.5756, 1e-12);
+  // One device per island: nothing is shared, the flat model.
+  const IslandNetwork one(uniform_wan(4, 1e6, 0.01), Link{1e8, 1e-4}, 1, IslandExchange::Sharded, true);
+  EXPECT_EQ(one.charge(CommOp::AllReduce, s, s, 0, 0, false, {}, 0).seconds,
+            uniform_wan(4, 1e6, 0.01).collective_seconds(CommOp::AllReduce, s, 0));
+}
+
 TEST(IslandsNet, PerDeviceBytesSumPerIslandToTheTablesWideAreaBytes) {
   const double s = 8e6;
   for (int64_t islands : {2, 3, 4}) {

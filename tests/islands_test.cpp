@@ -169,6 +169,17 @@ TEST(Islands, LeaderExchangeCostsFewerWideAreaBytesButChargesTheIslandsLinks) {
   EXPECT_GT(l.intra_bytes_sent_per_worker, 0);
 }
 
+TEST(Islands, ASharedUplinkSlowsShardedExchangeButNotItsValues) {
+  Config own = islands_config("diloco", 2, 4, "sharded");
+  own.network.bandwidth = "100Mbit/s";
+  Config shared = own;
+  shared.network.island_uplink = "shared";
+  const RunSummary a = simulate(own), b = simulate(shared);
+  EXPECT_GT(b.sim_seconds, a.sim_seconds);
+  EXPECT_EQ(trajectory_of(a).end["params_hash_per_worker"], trajectory_of(b).end["params_hash_per_worker"]);
+  EXPECT_EQ(a.bytes_sent_per_worker, b.bytes_sent_per_worker);
+}
+
 TEST(Islands, ResumingAnIslandsRunContinuesItBitwise) {
   testing::TempDir dir;
   Config cfg = islands_config("diloco", 2, 2, "sharded");
@@ -234,6 +245,9 @@ TEST(Islands, LayoutsThatDoNotFitTheWorkersAreRefusedWithTheFix) {
   c.network.intra_bandwidth = "fast";
   EXPECT_NE(errors_of(c).find("network.intra_bandwidth"), std::string::npos);
   c.network.intra_bandwidth = "400Gbit/s";
+  c.network.island_uplink = "one";
+  EXPECT_NE(errors_of(c).find("network.island_uplink"), std::string::npos);
+  c.network.island_uplink = "shared";
   EXPECT_EQ(errors_of(c), "");
   EXPECT_EQ(island_layout(c).islands, 2);
   EXPECT_EQ(island_layout(c).devices, 3);

@@ -371,6 +371,8 @@ int main(int argc, char** argv) {
   cost->add_option("--intra-bandwidth", intra_bandwidth, "bandwidth of the links inside an island")
       ->capture_default_str();
   cost->add_option("--intra-latency", intra_latency, "latency inside an island")->capture_default_str();
+  cost->add_flag("--shared-uplink", q.shared_uplink,
+                 "an island's devices share one wide-area link (flat and sharded get bandwidth / D each)");
   cost->add_option("--exchange", q.exchange, "flat | leader | sharded | all: which exchanges get run totals")
       ->capture_default_str();
 
@@ -528,7 +530,7 @@ int main(int argc, char** argv) {
       q.intra_latency = flag_value("--intra-latency", atl::parse_duration, intra_latency);
       const atl::CostReport estimate = atl::estimate_cost(q);  // checks the values first (I x D in range)
       if (q.islands == 0) {
-        for (const char* flag : {"--devices", "--intra-bandwidth", "--intra-latency", "--exchange"}) {
+        for (const char* flag : {"--devices", "--intra-bandwidth", "--intra-latency", "--exchange", "--shared-uplink"}) {
           if (cost->count(flag) > 0) {
             throw std::invalid_argument(std::string("cost: ") + flag + " describes islands; add --islands=I (>= 1)");
           }

@@ -250,6 +250,8 @@ struct NetworkConfig {
   std::string intra_latency = "0ms";         // alpha_in: per-message latency inside an island
   std::string island_bandwidth = "";   // per-island wide-area bandwidth overrides, comma list (empty = bandwidth)
   std::string island_latency = "";     // per-island wide-area latency overrides, comma list
+  std::string island_uplink = "per_device"; // per_device | shared: each device has its own wide-area link,
+                                            // or an island's devices share one (flat and sharded then get beta / D)
 };
 
 // Islands of devices (ALGORITHMS.md 7.2; DiLoCo's "clusters each hosting a

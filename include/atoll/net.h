@@ -85,6 +85,8 @@ class NetworkModel {
   // outage starts when the link is back.
   double link_available_at(double t, const std::vector<int64_t>& participants) const;
   const std::vector<Outage>& outages() const { return outages_; }
+  // The same network with every link's bandwidth times `factor` (> 0).
+  NetworkModel with_bandwidth_scaled(double factor) const;
 
  private:
   std::vector<Link> links_;
@@ -123,7 +125,12 @@ class IslandNetwork {
   // `wan`: one link per island (its wide-area link), with the collective
   // algorithm and the jitter of the wide-area ops; `intra`: the links
   // inside every island; `devices` D >= 1.
-  IslandNetwork(NetworkModel wan, Link intra, int64_t devices, IslandExchange exchange);
+  // `shared_uplink`: an island's D devices share its one wide-area link
+  // (an office or a data centre behind one internet connection), so the
+  // patterns that keep every device's link busy at once (flat, sharded)
+  // get beta / D each; false: every device has a link of its own (as
+  // ALGORITHMS.md's table assumes: sharded spreads the payload "over D links").
+  IslandNetwork(NetworkModel wan, Link intra, int64_t devices, IslandExchange exchange, bool shared_uplink = false);
 
   // The charge to device `device` (0..D-1; 0 is the island's leader) of a
   // cross-island op. `payload`: this device's payload S (bytes).
@@ -140,9 +147,12 @@ class IslandNetwork {
   IslandExchange exchange() const { return exchange_; }
   const NetworkModel& wan() const { return wan_; }
   const Link& intra() const { return intra_; }
+  bool shared_uplink() const { return shared_uplink_; }
 
  private:
   NetworkModel wan_;
+  NetworkModel wan_per_device_;  // = wan_, or its links at beta / D when the uplink is shared
+  bool shared_uplink_;
   Link intra_;
   int64_t devices_;
   IslandExchange exchange_;
@@ -202,6 +212,7 @@ struct CostQuery {
   double intra_bandwidth = 50e9;     // bytes/s inside an island (400 Gbit/s)
   double intra_latency = 0;
   std::string exchange = "all";      // flat | leader | sharded | all: which get run totals
+  bool shared_uplink = false;        // an island's devices share one wide-area link
 };
 // One exchange's figures for one sync and the run (per island: summed over its D devices).
 struct IslandCostRow {

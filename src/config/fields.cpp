@@ -240,6 +240,9 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "per-island wide-area bandwidth overrides, comma list (empty entry = network.bandwidth)"),
       field("network.island_latency", c.network.island_latency,
             "per-island wide-area latency overrides, comma list (empty entry = network.latency)"),
+      field("network.island_uplink", c.network.island_uplink,
+            "per_device | shared: every device of an island has its own wide-area link, or they share one "
+            "(flat and sharded exchanges then get bandwidth / D per device)"),
       field("islands.count", c.islands.count, "I: islands (0 = strategy.workers / islands.devices)"),
       field("islands.devices", c.islands.devices,
             "D: devices per island, data-parallel every step; the strategy runs between islands (0 = strategy.workers / islands.count; both 0 = 1 device per island)"),

@@ -169,13 +169,13 @@ void estimate_islands(const CostQuery& q, double model_bytes, double compute, Co
   const NetworkModel wan(wan_links, q.algo, q.bandwidth, 0.0, 0);
   const Link intra{q.intra_bandwidth, q.intra_latency};
   for (IslandExchange ex : {IslandExchange::Flat, IslandExchange::Leader, IslandExchange::Sharded}) {
-    const IslandNetwork net(wan, intra, q.devices, ex);
+    const IslandNetwork net(wan, intra, q.devices, ex, q.shared_uplink);
     IslandCostRow row = island_row(to_string(ex), net, r.sync_payload_bytes, r.syncs, compute);
     row.chosen = q.exchange == "all" || q.exchange == row.name;
     r.exchanges.push_back(row);
   }
   // DDP: the gradient (P*b bytes) every step, one ring over all I*D devices.
-  const IslandNetwork flat(wan, intra, q.devices, IslandExchange::Flat);
+  const IslandNetwork flat(wan, intra, q.devices, IslandExchange::Flat, q.shared_uplink);
   r.ddp = island_row("ddp", flat, model_bytes, static_cast<double>(q.steps), compute);
   // The flat exchange is today's single-level figure for N = I*D workers.
   const IslandCostRow& f = r.exchanges.front();
@@ -242,7 +242,9 @@ std::string format_island_cost(const CostQuery& q, const CostReport& r, const st
          " x " + format_seconds(q.step_seconds) + " compute\n";
   out += fmt("network: %lld island%s x %lld device%s = %lld device%s; wide-area ", islands, islands == 1 ? "" : "s",
              devices, devices == 1 ? "" : "s", n, n == 1 ? "" : "s") +
-         format_bandwidth(q.bandwidth) + fmt(" per device link, latency %g ms, ", q.latency * 1e3) + algo +
+         format_bandwidth(q.bandwidth) +
+         (q.shared_uplink ? std::string(" per island, shared by its devices") : std::string(" per device link")) +
+         fmt(", latency %g ms, ", q.latency * 1e3) + algo +
          "; inside an island " + format_bandwidth(q.intra_bandwidth) +
          fmt(" per link, latency %g ms\n", q.intra_latency * 1e3);
   out += "one copy through one wide-area link: " + format_seconds(r.one_copy_seconds) + ", " +

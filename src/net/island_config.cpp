@@ -59,7 +59,7 @@ NetworkModel intra_network(const Config& cfg, uint64_t seed) {
 IslandNetwork island_network(const Config& cfg, uint64_t seed) {
   const NetworkModel in = intra_network(cfg, seed);
   return IslandNetwork(wan_network(cfg, seed), in.link(0), island_layout(cfg).devices,
-                       parse_exchange(cfg.islands.exchange));
+                       parse_exchange(cfg.islands.exchange), cfg.network.island_uplink == "shared");
 }
 
 }  // namespace atl

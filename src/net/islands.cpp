@@ -60,7 +60,10 @@
 // The tree and ps algorithms change the wide-area op only.
 //
 // beta is what one device's wide-area link carries: flat and sharded keep
-// all D links of an island busy at once, leader only the leader's.
+// all D links of an island busy at once, leader only the leader's. With a
+// shared uplink (network.island_uplink = shared) the D devices of an island
+// share one link of beta, so flat and sharded see beta / D per device
+// (sharded's cross-island time then equals leader's).
 
 #include <cmath>
 #include <stdexcept>
@@ -113,8 +116,14 @@ std::string to_string(IslandExchange exchange) {
   return "unknown";
 }
 
-IslandNetwork::IslandNetwork(NetworkModel wan, Link intra, int64_t devices, IslandExchange exchange)
-    : wan_(std::move(wan)), intra_(intra), devices_(devices), exchange_(exchange) {
+IslandNetwork::IslandNetwork(NetworkModel wan, Link intra, int64_t devices, IslandExchange exchange,
+                             bool shared_uplink)
+    : wan_(std::move(wan)),
+      wan_per_device_(wan_),
+      shared_uplink_(shared_uplink),
+      intra_(intra),
+      devices_(devices),
+      exchange_(exchange) {
   if (devices_ < 1) {
     throw std::invalid_argument("islands.devices must be >= 1 device per island, got " +
                                 std::to_string(devices_));
@@ -127,6 +136,8 @@ IslandNetwork::IslandNetwork(NetworkModel wan, Link intra, int64_t devices, Isla
     throw std::invalid_argument("network.intra_latency must be a finite duration >= 0 s, got " +
                                 std::to_string(intra_.latency));
   }
+  // D devices on one uplink at once: each gets a D-th of it.
+  if (shared_uplink_ && devices_ > 1) wan_per_device_ = wan_.with_bandwidth_scaled(1.0 / static_cast<double>(devices_));
 }
 
 OpCharge IslandNetwork::charge(CommOp op, double payload, double largest, double others, int64_t device,
@@ -166,7 +177,7 @@ OpCharge IslandNetwork::charge(CommOp op, double payload, double largest, double
   switch (exchange_) {
     case IslandExchange::Flat: {
       const int64_t n = p * d;
-      c.seconds = wan_.op_seconds_for(op, largest, islands_in, n, op_index);
+      c.seconds = wan_per_device_.op_seconds_for(op, largest, islands_in, n, op_index);
       if (op == CommOp::AllGather) {
         // Each device's S reaches the n-1 others; it receives every other
         // island's payload from each of that island's D devices, and its own
@@ -222,7 +233,7 @@ OpCharge IslandNetwork::charge(CommOp op, double payload, double largest, double
         if (op == CommOp::AllReduce) pre = hops * a_in + share * s / b_in;
         post = hops * a_in + share * r / b_in;
       }
-      const double cross = wan_.op_seconds_for(op, largest / dd, islands_in, p, op_index);
+      const double cross = wan_per_device_.op_seconds_for(op, largest / dd, islands_in, p, op_index);
       c.seconds = pre + cross + post;
       c.intra_seconds = pre + post;
       const double slice = s / dd;

@@ -180,6 +180,15 @@ double NetworkModel::op_seconds_for(CommOp op, double payload, const std::vector
   return t;
 }
 
+NetworkModel NetworkModel::with_bandwidth_scaled(double factor) const {
+  if (!(factor > 0) || !std::isfinite(factor))
+    throw std::invalid_argument("NetworkModel::with_bandwidth_scaled: factor must be > 0");
+  NetworkModel scaled = *this;
+  for (Link& l : scaled.links_) l.bandwidth *= factor;
+  if (scaled.server_bandwidth_ > 0) scaled.server_bandwidth_ *= factor;
+  return scaled;
+}
+
 double NetworkModel::collective_seconds(CommOp op, double payload, uint64_t op_index) const {
   std::vector<int64_t> all(links_.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);

@@ -57,7 +57,11 @@ void validate_islands(const Config& c, std::vector<std::string>& e) {
   p.need(c.islands.count >= 0, "islands.count must be >= 0 (0 = strategy.workers / islands.devices)");
   p.need(c.islands.devices >= 0, "islands.devices must be >= 0 (0 = strategy.workers / islands.count)");
   p.enum_check("islands.exchange", c.islands.exchange, {"flat", "leader", "sharded"});
-  if (c.islands.count < 0 || c.islands.devices < 0 || n < 1) return;
+  p.enum_check("network.island_uplink", c.network.island_uplink, {"per_device", "shared"});
+  // An out-of-range strategy.workers is reported by the strategy's checks;
+  // building a link per island of a billion workers here would not return
+  // (fuzz regression: workers = 1000000000).
+  if (c.islands.count < 0 || c.islands.devices < 0 || n < 1 || n > kMaxWorkers) return;
   if (c.islands.count > 0 && n % c.islands.count != 0) {
     p.need(false, "islands.count = " + std::to_string(c.islands.count) + " does not divide strategy.workers = " +
                       std::to_string(n) + "; every island has the same number of devices");
