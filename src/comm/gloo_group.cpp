@@ -25,7 +25,6 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <ATen/ATen.h>
 
@@ -42,22 +41,15 @@
 #include "atoll/config.h"
 #include "atoll/dist.h"
 #include "comm/gloo_group.h"
+#include "comm/gloo_rendezvous.h"
 
 namespace atl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-
-milliseconds to_ms(double seconds) { return milliseconds(static_cast<int64_t>(seconds * 1000.0)); }
 
 std::string key_failed(int64_t r) { return "atoll/failed/" + std::to_string(r); }
 std::string key_beat(int64_t r) { return "atoll/beat/" + std::to_string(r); }
-
-std::string store_string(c10d::Store& store, const std::string& key) {
-  const std::vector<uint8_t> v = store.get(key);
-  return std::string(v.begin(), v.end());
-}
 
 // "ranks 1, 3, 5" (every `stride`th rank from `first`, `count` of them),
 // shortened to "ranks 1, 3, ..., 15" past four.
@@ -500,60 +492,6 @@ class GlooDistGroup final : public DistGroup {
   bool stop_ = false;
 };
 
-c10::intrusive_ptr<c10d::Store> tcp_store(const DistOptions& opts, bool server) {
-  c10d::TCPStoreOptions so;
-  so.port = static_cast<uint16_t>(opts.master_port);
-  so.isServer = server;
-  so.numWorkers = c10::nullopt;
-  so.waitWorkers = false;  // start-up checks wait for the ranks, with better errors
-  so.timeout = to_ms(opts.timeout_s);
-  return c10::make_intrusive<c10d::TCPStore>(opts.master_addr, so);
-}
-
-// Before any Gloo connection: every rank compares its world size and
-// resolved config with rank 0's, so a mismatch is refused at start-up with
-// the differing keys instead of hanging in the group's connect or diverging.
-void start_up_checks(c10d::Store& store, const DistOptions& o, const std::string& fingerprint) {
-  auto put = [&](const std::string& k, const std::string& v) {
-    store.set(k, std::vector<uint8_t>(v.begin(), v.end()));
-  };
-  auto get = [&](const std::string& k, const std::string& who) {
-    try {
-      return store_string(store, k);
-    } catch (const std::exception& e) {
-      throw std::runtime_error("rank " + std::to_string(o.rank) + " waited " + std::to_string(int(o.timeout_s)) +
-                               " s for " + who + " and gave up (" + e.what() + ")");
-    }
-  };
-  const std::string mine = "dist.world_size = " + std::to_string(o.world_size) + "\n" + fingerprint;
-  if (o.rank == 0) {
-    put("atoll/hello", mine);
-    std::string verdict = "ok";
-    for (int64_t r = 1; r < o.world_size && verdict == "ok"; ++r) {
-      const std::string v = get("atoll/check/" + std::to_string(r),
-                                "rank " + std::to_string(r) + " to join (is it started, with the same MASTER_ADDR and "
-                                "MASTER_PORT?)");
-      if (v != "ok") verdict = v;
-    }
-    put("atoll/verdict", verdict);
-    if (verdict != "ok") throw std::runtime_error("refusing to start: " + verdict);
-    return;
-  }
-  const std::string theirs = get("atoll/hello", "rank 0's start-up message (is rank 0 running at " + o.master_addr +
-                                                    ":" + std::to_string(o.master_port) + "?)");
-  std::string check = "ok";
-  if (theirs != mine) {
-    const FlatConfig a = parse_flat_lines(mine), b = parse_flat_lines(theirs);
-    check = (a == b ? std::string("the resolved configs differ")
-                    : describe_difference(a, b, "on rank " + std::to_string(o.rank), "on rank 0")) +
-            " (every rank must run with the same config, flags and WORLD_SIZE)";
-  }
-  put("atoll/check/" + std::to_string(o.rank), check);
-  if (check != "ok") throw std::runtime_error("refusing to start: " + check);
-  const std::string verdict = get("atoll/verdict", "rank 0's verdict on the start-up checks");
-  if (verdict != "ok") throw std::runtime_error("rank 0 refused to start: " + verdict);
-}
-
 // Every island must have the same D devices, so D divides the world size.
 void validate_island_devices(int64_t island_devices, int64_t world_size) {
   if (island_devices < 1 || world_size % island_devices != 0)
@@ -568,19 +506,9 @@ std::unique_ptr<DistGroup> connect_gloo(const DistOptions& opts, CollectiveAlgo 
                                         const std::string& fingerprint, int64_t island_devices) {
   validate(opts);
   validate_island_devices(island_devices, opts.world_size);
-  c10::intrusive_ptr<c10d::Store> store, beat_store;
-  const std::string where = opts.master_addr + ":" + std::to_string(opts.master_port);
-  try {
-    store = tcp_store(opts, opts.rank == 0);
-    beat_store = tcp_store(opts, false);
-  } catch (const std::exception& e) {
-    if (opts.rank == 0)
-      throw std::runtime_error("rank 0 cannot host the rendezvous store at " + where + ": " + e.what() +
-                               " (is MASTER_PORT in use by another job? pick another port)");
-    throw std::runtime_error("rank " + std::to_string(opts.rank) + " cannot reach rank 0's rendezvous store at " +
-                             where + " within " + std::to_string(int(opts.timeout_s)) + " s: " + e.what() +
-                             " (is rank 0 running? check MASTER_ADDR, MASTER_PORT and firewalls)");
-  }
+  const RendezvousStores stores = connect_stores(opts);
+  const c10::intrusive_ptr<c10d::Store>& store = stores.store;
+  const c10::intrusive_ptr<c10d::Store>& beat_store = stores.beat_store;
   start_up_checks(*store, opts, fingerprint);
   return std::make_unique<GlooDistGroup>(store, beat_store, opts.rank, opts.world_size, opts, ledger_algo,
                                          island_devices);
