@@ -29,6 +29,9 @@
 
 namespace atl {
 
+class TimingTrace;  // comm/timing_trace.h
+struct TracedCall;
+
 enum class ReduceOp { Sum, Mean };
 
 // Thrown in every rank blocked in (or entering) a collective after abort().
@@ -96,9 +99,11 @@ class Work {
   void visit_state(StateVisitor& v, const std::string& name, class Communicator& comm);
 
  private:
+  friend class Communicator;
   class Communicator* comm_ = nullptr;
   double completion_ = 0;
   std::function<void()> complete_;
+  int64_t trace_id_ = -1;  // the async call's id in the worker's TimingTrace (-1: not traced)
 };
 
 class Communicator {
@@ -198,6 +203,13 @@ class Communicator {
     island_device_ = device;
     island_ = island;
   }
+  // Records every call (and every wait on a Work) into `trace` as channel
+  // `channel` (0 the strategy's group, 1 the island's): what atoll retime
+  // replays on another network. Null: nothing is recorded.
+  void attach_trace(TimingTrace* trace, uint8_t channel) {
+    trace_ = trace;
+    trace_channel_ = channel;
+  }
   CollectiveAlgo algorithm() const { return algo_; }
   VirtualClock* clock() { return clock_; }
   // Checkpoints: the ledger and the op counter that seeds network jitter.
@@ -256,12 +268,18 @@ class Communicator {
     return islands_ != nullptr && island_ != nullptr && islands_->exchange() != IslandExchange::Flat;
   }
   void finish(double completion);  // blocking ops: clock waits
+  // The trace (if attached): records a call; returns its async id or -1.
+  int64_t trace_call(TracedCall call);
+  Work traced(Work w, int64_t trace_id) {
+    w.trace_id_ = trace_id;
+    return w;
+  }
   // Moves an op's start past any outage of a participant's link (all ranks
   // when `participants` is empty).
   double after_outages(double completion, double network_seconds, const std::vector<int64_t>& participants) const;
   double start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                              const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes,
-                             std::function<void()>* in_flight);
+                             std::function<void()>* in_flight, int64_t* trace_id);
 
   int64_t rank_, size_;
   CollectiveAlgo algo_;
@@ -274,6 +292,8 @@ class Communicator {
   const IslandNetwork* islands_ = nullptr;
   int64_t island_device_ = 0;
   Communicator* island_ = nullptr;
+  TimingTrace* trace_ = nullptr;
+  uint8_t trace_channel_ = 0;
 };
 
 // n communicators for n threads in one process. Reductions sum in rank order

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "atoll/comm.h"
+#include "comm/timing_trace.h"
 
 #include <ATen/ops/empty_like.h>
 
@@ -53,6 +54,7 @@ void Work::wait() {
   if (comm_ == nullptr) return;
   Communicator* comm = comm_;
   comm_ = nullptr;
+  if (comm->trace_ != nullptr) comm->trace_->wait(trace_id_);
   if (complete_) {
     auto complete = std::move(complete_);
     complete_ = nullptr;
@@ -83,6 +85,7 @@ void Work::visit_state(StateVisitor& v, const std::string& name, Communicator& c
   }
   v.flag("pending", pending);
   v.real("completion", completion_);
+  v.integer("trace_id", trace_id_);
   if (v.loading()) {
     comm_ = pending ? &comm : nullptr;
     complete_ = nullptr;
@@ -96,6 +99,12 @@ void Communicator::visit_state(StateVisitor& v) {
   op_index_ = static_cast<uint64_t>(ops);
   StateVisitor::Scope ledger(v, "ledger");
   ledger_.visit_state(v);
+}
+
+int64_t Communicator::trace_call(TracedCall call) {
+  if (trace_ == nullptr) return -1;
+  call.channel = trace_channel_;
+  return trace_->call(call);
 }
 
 double Communicator::arrival_time() const { return clock_ != nullptr ? clock_->now() : 0.0; }
@@ -180,7 +189,9 @@ void Communicator::finish(double completion) {
 
 void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag, double wire_bytes) {
   require_defined(t, "all_reduce", "t");
-  const double net = record(CommOp::AllReduce, tag, wire_bytes >= 0 ? wire_bytes : payload_bytes(t), false, {});
+  const double payload = wire_bytes >= 0 ? wire_bytes : payload_bytes(t);
+  trace_call({TracedOp::AllReduce, 0, payload, 0, {}, tag});
+  const double net = record(CommOp::AllReduce, tag, payload, false, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
   const double moved = moves_by_pattern() ? island_all_reduce(work, op, arrival, net) : do_all_reduce(work, op, arrival, net);
@@ -202,6 +213,7 @@ void Communicator::all_reduce_overlapped(at::Tensor& t, ReduceOp op, const std::
                                 " elements but the tensor has " + std::to_string(t.numel()));
   }
   const double payload = wire_bytes >= 0 ? wire_bytes : payload_bytes(t);
+  trace_call({TracedOp::AllReduceOverlapped, 0, payload, 0, buckets, tag});
   const double end_of_compute = arrival_time();
   const double compute = clock_ != nullptr ? clock_->compute_seconds() - step_compute_start_ : 0.0;
   const double backward = compute * 2.0 / 3.0;  // forward T/3, backward 2T/3
@@ -240,7 +252,9 @@ void Communicator::all_reduce_overlapped(at::Tensor& t, ReduceOp op, const std::
 // the communication). A real backend leaves the op in flight until wait().
 Work Communicator::all_reduce_async(at::Tensor& t, ReduceOp op, const std::string& tag, double wire_bytes) {
   require_defined(t, "all_reduce_async", "t");
-  const double net = record(CommOp::AllReduce, tag, wire_bytes >= 0 ? wire_bytes : payload_bytes(t), false, {});
+  const double payload = wire_bytes >= 0 ? wire_bytes : payload_bytes(t);
+  const int64_t id = trace_call({TracedOp::AllReduceAsync, 0, payload, 0, {}, tag});
+  const double net = record(CommOp::AllReduce, tag, payload, false, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
   double completion = 0;
@@ -256,18 +270,21 @@ Work Communicator::all_reduce_async(at::Tensor& t, ReduceOp op, const std::strin
   completion = after_outages(completion, net, {});
   if (!in_flight) {
     copy_back(t, work);
-    return Work(this, completion, nullptr);
+    return traced(Work(this, completion, nullptr), id);
   }
-  return Work(this, completion, [in_flight, t, work]() mutable {
-    in_flight();
-    copy_back(t, work);
-  });
+  return traced(Work(this, completion,
+                     [in_flight, t, work]() mutable {
+                       in_flight();
+                       copy_back(t, work);
+                     }),
+                id);
 }
 
 void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out,
                               const std::string& tag) {
   require_defined(in, "all_gather", "in");
   const at::Tensor src = contiguous_work(in);
+  trace_call({TracedOp::AllGather, 0, payload_bytes(src), 0, {}, tag});
   const uint64_t index = op_index_++;
   // Variable sizes: the time of the gather is set by the largest message.
   const NetworkModel* net = net_;
@@ -324,6 +341,7 @@ void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out
 void Communicator::broadcast(at::Tensor& t, int64_t root, const std::string& tag) {
   require_defined(t, "broadcast", "t");
   check_rank_arg(root, rank_, size_, "broadcast", "root", /*allow_self=*/true);
+  trace_call({TracedOp::Broadcast, 0, payload_bytes(t), root, {}, tag});
   const double net = record(CommOp::Broadcast, tag, payload_bytes(t), rank_ == root, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
@@ -333,6 +351,7 @@ void Communicator::broadcast(at::Tensor& t, int64_t root, const std::string& tag
 }
 
 void Communicator::barrier() {
+  trace_call({TracedOp::Barrier, 0, 0.0, 0, {}, "barrier"});
   const double net = record(CommOp::Barrier, "barrier", 0.0, false, {});
   const double arrival = arrival_time();
   finish(do_barrier(arrival, net));
@@ -350,6 +369,7 @@ void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t pe
         << recv.scalar_type();
     throw std::invalid_argument(msg.str());
   }
+  trace_call({TracedOp::Exchange, 0, payload_bytes(send), peer, {}, tag});
   const double net = record(CommOp::Exchange, tag, payload_bytes(send), false, {rank_, peer});
   const double arrival = arrival_time();
   const at::Tensor src = contiguous_work(send);
@@ -361,7 +381,7 @@ void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t pe
 
 double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                                          const std::vector<int64_t>& peers, const std::string& tag,
-                                         double wire_bytes, std::function<void()>* in_flight) {
+                                         double wire_bytes, std::function<void()>* in_flight, int64_t* trace_id) {
   require_defined(send, "exchange_with", "send");
   std::vector<int64_t> participants{rank_};
   for (int64_t p : peers) {
@@ -371,7 +391,11 @@ double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at:
                                   " is listed twice; list each peer once");
     participants.push_back(p);
   }
-  const double total = (wire_bytes >= 0 ? wire_bytes : payload_bytes(send)) * static_cast<double>(peers.size());
+  const double each = wire_bytes >= 0 ? wire_bytes : payload_bytes(send);
+  const int64_t id =
+      trace_call({in_flight != nullptr ? TracedOp::ExchangeWithAsync : TracedOp::ExchangeWith, 0, each, 0, peers, tag});
+  if (trace_id != nullptr) *trace_id = id;
+  const double total = each * static_cast<double>(peers.size());
   const double net = record(CommOp::Exchange, tag, total, false, participants);
   const double arrival = arrival_time();
   const at::Tensor src = contiguous_work(send);
@@ -386,20 +410,22 @@ double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at:
 
 void Communicator::exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                                  const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes) {
-  finish(start_exchange_with(send, recvs, peers, tag, wire_bytes, nullptr));
+  finish(start_exchange_with(send, recvs, peers, tag, wire_bytes, nullptr, nullptr));
 }
 
 Work Communicator::exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs,
                                        const std::vector<int64_t>& peers, const std::string& tag,
                                        double wire_bytes) {
   std::function<void()> in_flight;
-  const double completion = start_exchange_with(send, recvs, peers, tag, wire_bytes, &in_flight);
-  return Work(this, completion, std::move(in_flight));
+  int64_t id = -1;
+  const double completion = start_exchange_with(send, recvs, peers, tag, wire_bytes, &in_flight, &id);
+  return traced(Work(this, completion, std::move(in_flight)), id);
 }
 
 void Communicator::send(const at::Tensor& t, int64_t dst, const std::string& tag) {
   require_defined(t, "send", "t");
   check_rank_arg(dst, rank_, size_, "send", "dst", /*allow_self=*/false);
+  trace_call({TracedOp::Send, 0, payload_bytes(t), dst, {}, tag});
   const double net = record(CommOp::Send, tag, payload_bytes(t), false, {rank_, dst});
   const double arrival = arrival_time();
   finish(do_send(contiguous_work(t), dst, arrival, net));
@@ -408,6 +434,7 @@ void Communicator::send(const at::Tensor& t, int64_t dst, const std::string& tag
 void Communicator::recv(at::Tensor& t, int64_t src, const std::string& tag) {
   require_defined(t, "recv", "t");
   check_rank_arg(src, rank_, size_, "recv", "src", /*allow_self=*/false);
+  trace_call({TracedOp::Recv, 0, payload_bytes(t), src, {}, tag});
   const double net = record(CommOp::Recv, tag, payload_bytes(t), false, {src, rank_});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);

@@ -21,7 +21,9 @@
 #include "train/schedule.h"
 #include "train/stop_signal.h"
 #include "train/threads.h"
+#include "train/worker_networks.h"
 #include "train/worker_slot.h"
+#include "train/timing_files.h"
 #include "util/rng.h"
 #include "util/wall_time.h"
 
@@ -41,16 +43,11 @@ class Driver {
         cluster_(cluster),
         workers_(cluster.world()),
         data_(cfg),
-        net_(NetworkModel::from_config(cfg.network, workers_, static_cast<uint64_t>(cfg.run.seed))),
-        layout_(island_layout(cfg)),
-        observer_(cfg, log, hooks, data_, net_, cluster.real()),
+        networks_(cfg),
+        layout_(networks_.layout),
+        observer_(cfg, log, hooks, data_, networks_.flat, cluster.real()),
         threads_(threads_per_worker_hint),
         compute_slots_(std::max<int64_t>(1, available_cores() / threads_)) {
-    if (layout_.devices > 1) {
-      const uint64_t seed = static_cast<uint64_t>(cfg.run.seed);
-      islands_ = std::make_unique<IslandNetwork>(island_network(cfg, seed));
-      intra_ = std::make_unique<NetworkModel>(intra_network(cfg, seed));
-    }
     // The strategy runs between islands: to it, each island is one worker.
     strategy_cfg_ = cfg;
     strategy_cfg_.strategy.workers = layout_.islands;
@@ -94,6 +91,8 @@ class Driver {
       for (auto& t : threads) t.join();
     }
     if (first_error_) std::rethrow_exception(first_error_);
+    if (stopped_at_ < 0 && !plan_.run_dir.empty())
+      for (const auto& slot : slots_) write_timing_trace(plan_.run_dir, slot.rank, slot.trace);
     RunSummary summary = observer_.summary();
     summary.stopped_at = stopped_at_;
     summary.stopped_by_signal = stopped_at_ >= 0 && stop_requested();
@@ -139,16 +138,14 @@ class Driver {
     auto stream = data_.stream(island, layout_.islands,
                                mix_seed(static_cast<uint64_t>(cfg_.run.seed), uint64_t(island) + 1, 0xda7a));
     std::unique_ptr<GradientAverager> island_grads;
+    networks_.attach(w, comm, slot.island_comm, slot.clock);
     if (slot.island_comm != nullptr) {
       stream = DataSource::device_stream(std::move(stream), device, layout_.devices);
-      slot.island_comm->attach_clock(&slot.clock, intra_.get());
-      comm.attach_clock(&slot.clock, &islands_->wan());
-      comm.attach_islands(islands_.get(), device, slot.island_comm);
       island_grads = std::make_unique<GradientAverager>(cfg_, slot.params, "fp32");
       slot.island_grads = island_grads.get();
-    } else {
-      comm.attach_clock(&slot.clock, &net_);
     }
+    comm.attach_trace(&slot.trace, 0);
+    if (slot.island_comm != nullptr) slot.island_comm->attach_trace(&slot.trace, 1);
     std::vector<std::string> names;
     for (const auto& item : slot.model->named_parameters()) names.push_back(item.key());
     auto strategy = make_strategy(strategy_cfg_, slot.params, comm, names);
@@ -171,6 +168,7 @@ class Driver {
 
     if (!resuming()) observe_at(0);
     for (int64_t t = first_step; t < cfg_.train.steps; ++t) {
+      slot.trace.step();
       comm.set_step(t);
       if (slot.island_comm != nullptr) slot.island_comm->set_step(t);
       const Clock::time_point wall0 = Clock::now();
@@ -194,7 +192,7 @@ class Driver {
         t1 = now();
       }
       const double speed = speed_at(slot, t);
-      slot.clock.advance_compute(speed * (flops_mode ? modelled_step_ : t1 - t0));
+      slot.charge_compute(speed * (flops_mode ? modelled_step_ : t1 - t0));
       // Data parallel inside the island: the devices' mean gradient, over
       // the island's links, before the method's step between islands.
       if (island_grads) island_grads->average(slot.params, *slot.island_comm);
@@ -203,7 +201,7 @@ class Driver {
         charge_extra(slot, *strategy, t, flops_mode);
       } else {
         strategy->take_extra_flops();  // measured: the wall time below covers it
-        slot.clock.advance_compute(speed * std::max(0.0, now() - t1));
+        slot.charge_compute(speed * std::max(0.0, now() - t1));
       }
       slot.compute_wall += wall_compute(wall0, comm0);
       const double l = loss.item<double>();
@@ -223,7 +221,7 @@ class Driver {
   // at the device's rate, times the worker's speed factor).
   void charge_extra(WorkerSlot& slot, Strategy& strategy, int64_t t, bool flops_mode) {
     const double flops = strategy.take_extra_flops();
-    if (flops_mode && flops > 0) slot.clock.advance_compute(speed_at(slot, t, false) * flops / modelled_rate_);
+    if (flops_mode && flops > 0) slot.charge_compute(speed_at(slot, t, false) * flops / modelled_rate_);
   }
 
   // Worker w's compute-time factor at step t: network.speed_factors, then
@@ -352,10 +350,8 @@ class Driver {
   Cluster& cluster_;
   int64_t workers_;
   DataSource data_;
-  NetworkModel net_;
+  WorkerNetworks networks_;
   IslandLayout layout_;
-  std::unique_ptr<IslandNetwork> islands_;  // islands.devices > 1: the two-level network
-  std::unique_ptr<NetworkModel> intra_;     // and the links inside an island
   Config strategy_cfg_;                     // cfg_ with strategy.workers = the islands
   Observer observer_;
   int64_t threads_ = 1;

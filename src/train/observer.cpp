@@ -207,15 +207,19 @@ void Observer::observe(const Observation& o) {
   if (last) finish(o, loss, sim_time, compute / n, sent / n, tokens_per_s);
 }
 
+std::string outage_event_line(int64_t step, const Outage& out) {
+  return fault_event_line(step, out.worker, "outage",
+                          "link down from " + format_number("%g", out.from) + " s to " + format_number("%g", out.to) +
+                              " s (simulated)");
+}
+
 // A "fault" event for each link outage the simulated clock has reached.
 void Observer::log_outages(int64_t step, double sim_time) {
   const auto& outages = net_.outages();
   for (; outages_logged_ < int64_t(outages.size()); ++outages_logged_) {
     const Outage& out = outages[size_t(outages_logged_)];
     if (out.from > sim_time) break;
-    log_.write(nlohmann::json::parse(fault_event_line(step, out.worker, "outage",
-                                                      "link down from " + format_number("%g", out.from) + " s to " +
-                                                          format_number("%g", out.to) + " s (simulated)")));
+    log_.write(nlohmann::json::parse(outage_event_line(step, out)));
   }
 }
 

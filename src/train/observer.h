@@ -33,6 +33,9 @@ namespace atl {
 
 // One "fault" event as a JSON line (workers collect them between observations).
 std::string fault_event_line(int64_t step, int64_t worker, const std::string& kind, const std::string& detail);
+// The fault event of a link outage, logged at the first observation whose
+// simulated time has reached the outage's start (atoll retime rewrites them).
+std::string outage_event_line(int64_t step, const Outage& out);
 
 // What the workers bring to one observation.
 struct Observation {

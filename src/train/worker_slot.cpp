@@ -53,6 +53,7 @@ void WorkerSlot::visit_state(StateVisitor& v) {
   v.real("clock.compute", compute);
   v.real("clock.blocked", blocked);
   if (v.loading()) clock.restore(now, compute, blocked);
+  trace.visit_state(v);
   comm->visit_state(v);
   if (island_comm != nullptr) {
     StateVisitor::Scope scope(v, "island");

@@ -18,6 +18,7 @@
 #include "atoll/net.h"
 #include "atoll/state.h"
 #include "atoll/strategy.h"
+#include "comm/timing_trace.h"
 #include "train/data_source.h"
 #include "train/worker_report.h"
 
@@ -31,6 +32,8 @@ struct WorkerSlot {
   Strategy* strategy = nullptr;                     // owned by the worker loop
   DataSource::Stream* stream = nullptr;             // owned by the worker loop
   VirtualClock clock;
+  // What the clock consumed, for atoll retime (timing/worker-<rank>.trace).
+  TimingTrace trace;
   Communicator* comm = nullptr;
   // Islands (islands.devices > 1): the island's group and the gradient
   // average over it (owned by the worker loop); null otherwise.
@@ -49,6 +52,11 @@ struct WorkerSlot {
   // Everything the worker carries from one step to the next: model,
   // strategy, data position, clock, ledger, running figures.
   void visit_state(StateVisitor& v);
+  // Charges `seconds` of compute to the clock and records it in the trace.
+  void charge_compute(double seconds) {
+    clock.advance_compute(seconds);
+    trace.compute(seconds);
+  }
 };
 
 }  // namespace atl

@@ -1,0 +1,248 @@
+// atoll retime: a finished run's events on another network, from its timing
+// traces (see atoll/retime.h).
+#include "atoll/retime.h"
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "atoll/net.h"
+#include "train/metrics.h"
+#include "train/observer.h"
+#include "train/replay.h"
+#include "train/timing_files.h"
+#include "util/file_io.h"
+
+namespace atl {
+namespace fs = std::filesystem;
+namespace {
+
+// Keys whose change moves only the clock and the ledger: the trajectory, the
+// compute charges and the order of every call stay as recorded.
+const std::set<std::string>& retimable_keys() {
+  static const std::set<std::string> keys = {
+      "network.bandwidth",        "network.latency",         "network.jitter",
+      "network.algorithm",        "network.server_bandwidth", "network.worker_bandwidth",
+      "network.worker_latency",   "network.outages",         "network.intra_bandwidth",
+      "network.intra_latency",    "network.island_bandwidth", "network.island_latency",
+      "network.island_uplink",    "islands.exchange"};
+  return keys;
+}
+
+std::string override_key(const std::string& item) {
+  std::string key = item.substr(0, item.find('='));
+  while (!key.empty() && key[0] == '-') key.erase(0, 1);
+  return key;
+}
+
+std::vector<nlohmann::json> read_events(const fs::path& dir) {
+  std::istringstream lines(read_file_bytes((dir / "metrics.jsonl").string()));
+  std::vector<nlohmann::json> events;
+  std::string line;
+  while (std::getline(lines, line))
+    if (!line.empty()) events.push_back(nlohmann::json::parse(line));
+  return events;
+}
+
+// The observer's figures over every worker at step s, summed in rank order
+// as the observer sums them.
+struct StepTotals {
+  double sim_time = 0, compute = 0, blocked = 0, sent = 0, received = 0, intra_sent = 0;
+};
+StepTotals totals_at(const std::vector<ReplayedWorker>& workers, int64_t step) {
+  StepTotals t;
+  for (const auto& w : workers) {
+    if (step < 0 || step >= int64_t(w.at_step.size()))
+      throw TraceError("the events name step " + std::to_string(step) + " but the timing traces hold " +
+                       std::to_string(w.at_step.size() - 1) + " steps");
+    const ReplayReading& r = w.at_step[size_t(step)];
+    t.intra_sent += r.intra_sent;
+    t.sim_time = std::max(t.sim_time, r.now);
+    t.compute += r.compute;
+    t.blocked += r.blocked;
+    t.sent += r.sent;
+    t.received += r.received;
+  }
+  return t;
+}
+
+// Rewrites every figure that depends on the network; the rest (losses,
+// wall-clock times, the parameters' hashes) stays as the run measured it.
+class EventRewriter {
+ public:
+  EventRewriter(const std::vector<ReplayedWorker>& workers, const NetworkModel& net)
+      : workers_(workers), outages_(net.outages()), n_(double(workers.size())) {}
+
+  std::vector<std::string> rewrite(const std::vector<nlohmann::json>& events) {
+    std::vector<std::string> out;
+    int64_t observed = -1;
+    for (nlohmann::json e : events) {
+      const std::string kind = e.value("event", "");
+      if (kind == "fault" && e.value("kind", "") == "outage") continue;  // logged again below, at the new times
+      if (kind == "train" || kind == "eval") {
+        const int64_t step = e.at("step").get<int64_t>();
+        const StepTotals t = totals_at(workers_, step);
+        if (step != observed) {  // an observation's first event: the outages its clock has reached
+          for (; logged_ < outages_.size() && outages_[logged_].from <= t.sim_time; ++logged_)
+            out.push_back(outage_event_line(step, outages_[logged_]));
+          observed = step;
+        }
+        e["sim_time_s"] = t.sim_time;
+        e["compute_s"] = t.compute / n_;
+        e["blocked_s"] = t.blocked / n_;
+        e["utilisation"] = t.sim_time > 0 ? (t.compute / n_) / t.sim_time : 1.0;
+        e["bytes_sent_per_worker"] = t.sent / n_;
+        e["bytes_received_per_worker"] = t.received / n_;
+        if (e.contains("intra_bytes_sent_per_worker")) e["intra_bytes_sent_per_worker"] = t.intra_sent / n_;
+        if (kind == "train") {
+          e["bytes_sent_per_worker_per_step"] =
+              (t.sent / n_ - logged_sent_) / double(std::max<int64_t>(1, step - logged_step_));
+          logged_sent_ = t.sent / n_;
+          logged_step_ = step;
+        }
+      } else if (kind == "end") {
+        rewrite_end(e);
+      }
+      out.push_back(e.dump());
+    }
+    return out;
+  }
+
+  void rewrite_end(nlohmann::json& e) const {
+    const int64_t last = int64_t(workers_[0].at_step.size()) - 1;
+    const StepTotals t = totals_at(workers_, last);
+    e["sim_time_s"] = t.sim_time;
+    e["compute_utilisation"] = t.sim_time > 0 ? (t.compute / n_) / t.sim_time : 1.0;
+    e["bytes_sent_per_worker"] = t.sent / n_;
+    nlohmann::json by_tag = nlohmann::json::object(), per_worker = e.value("ledger_per_worker", nlohmann::json::array());
+    double network = 0, intra_network = 0;
+    for (size_t r = 0; r < workers_.size(); ++r) {
+      const ReplayReading& end = workers_[r].at_step.back();
+      network += end.network_s;
+      intra_network += end.intra_network_s;
+      for (const auto& [tag, bytes] : workers_[r].sent_by_tag) by_tag[tag] = by_tag.value(tag, 0.0) + bytes;
+      if (r >= per_worker.size()) continue;
+      nlohmann::json& w = per_worker[r];
+      w["sent"] = end.sent;
+      w["received"] = end.received;
+      w["ops"] = end.ops;
+      w["network_model_s"] = end.network_s;
+      if (w.contains("intra_sent")) {
+        w["intra_sent"] = end.intra_sent;
+        w["intra_received"] = end.intra_received;
+        w["intra_network_model_s"] = end.intra_network_s;
+      }
+    }
+    e["ledger_per_worker"] = per_worker;
+    e["bytes_sent_by_tag_total"] = by_tag;
+    e["network_model_s_per_worker"] = network / n_;
+    if (e.contains("intra_bytes_sent_per_worker")) {
+      e["intra_bytes_sent_per_worker"] = t.intra_sent / n_;
+      e["intra_network_model_s_per_worker"] = intra_network / n_;
+    }
+  }
+
+ private:
+  const std::vector<ReplayedWorker>& workers_;
+  const std::vector<Outage>& outages_;
+  double n_;
+  size_t logged_ = 0;
+  double logged_sent_ = 0;
+  int64_t logged_step_ = 0;
+};
+
+// A projection's factors from the run's own figures (its start event and its
+// compute per step).
+void projection_scales(const Projection& p, const std::vector<nlohmann::json>& events, RetimedRun& out) {
+  if (!p.active()) return;
+  double params = 0, tokens_per_step = 0, compute_per_step = 0;
+  for (const auto& e : events) {
+    if (e.value("event", "") == "start") {
+      params = e.value("params", 0.0);
+      tokens_per_step = e.value("tokens_per_step_per_worker", 0.0);
+    }
+    if (e.value("event", "") == "train" && e.value("step", 0) > 0)
+      compute_per_step = e.value("compute_s", 0.0) / e.value("step", 1.0);
+  }
+  if (params <= 0 || compute_per_step <= 0)
+    throw std::invalid_argument("a projection needs the run's parameter count (start event) and a train event with compute");
+  out.bytes_scale = p.params / params;
+  double step_seconds = p.step_seconds;
+  if (step_seconds <= 0 && p.device_flops > 0) step_seconds = 6.0 * p.params * tokens_per_step / (p.device_flops * p.mfu);
+  if (step_seconds <= 0)
+    throw std::invalid_argument("a projection needs --project-step-time or --project-device-flops with --project-mfu");
+  out.compute_scale = step_seconds / compute_per_step;
+}
+
+}  // namespace
+
+bool retimable_key(const std::string& key) { return retimable_keys().count(key) > 0; }
+
+RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>& overrides, const Projection& projection) {
+  const fs::path dir(run_dir);
+  if (!fs::exists(dir / "summary.json"))
+    throw std::invalid_argument("'" + run_dir + "' is not a finished run (no summary.json): retime replays finished runs");
+  for (const auto& item : overrides) {
+    const std::string key = override_key(item);
+    if (!retimable_key(key))
+      throw std::invalid_argument(
+          "retime changes only the network, not '" + key +
+          "': the run's trajectory and compute stay as recorded (compute_time, device, mfu and speed_factors change "
+          "the compute; other keys change what is trained). Retimable: network.bandwidth, latency, jitter, algorithm, "
+          "server_bandwidth, worker_bandwidth, worker_latency, outages, intra_bandwidth, intra_latency, "
+          "island_bandwidth, island_latency, island_uplink, islands.exchange");
+  }
+  RetimedRun out;
+  out.config = load_config((dir / "config.toml").string(), overrides);
+  const std::vector<nlohmann::json> events = read_events(dir);
+  projection_scales(projection, events, out);
+  const std::vector<TimingTrace> traces = read_timing_traces(dir, out.config.strategy.workers);
+  const std::vector<ReplayedWorker> workers =
+      replay_traces(out.config, traces, ReplayScale{out.bytes_scale, out.compute_scale});
+  const NetworkModel net = NetworkModel::from_config(out.config.network, out.config.strategy.workers,
+                                                     static_cast<uint64_t>(out.config.run.seed));
+  EventRewriter rewriter(workers, net);
+  out.events = rewriter.rewrite(events);
+
+  nlohmann::json summary = nlohmann::json::parse(read_file_bytes((dir / "summary.json").string()));
+  const nlohmann::json end = nlohmann::json::parse(out.events.back());
+  if (end.value("event", "") == "end") {
+    summary["end"] = end;
+    summary["sim_time_s"] = end["sim_time_s"];
+    summary["compute_utilisation"] = end["compute_utilisation"];
+    summary["bytes_sent_per_worker"] = end["bytes_sent_per_worker"];
+    if (end.contains("intra_bytes_sent_per_worker")) summary["intra_bytes_sent_per_worker"] = end["intra_bytes_sent_per_worker"];
+  }
+  summary["retimed"] = {{"from", run_dir}, {"changes", overrides}};
+  if (projection.active())
+    summary["projection"] = {{"params", projection.params},
+                             {"bytes_scale", out.bytes_scale},
+                             {"compute_scale", out.compute_scale},
+                             {"assumes", "the recorded run's loss per step (the small model's step-loss curve)"}};
+  out.summary_json = summary.dump(2) + "\n";
+  return out;
+}
+
+void write_retimed_run(const RetimedRun& run, const std::string& run_dir, const std::string& out_dir, bool overwrite) {
+  const fs::path out(out_dir);
+  if (fs::exists(out) && !fs::is_empty(out)) {
+    if (!overwrite) throw std::runtime_error("'" + out_dir + "' already exists; choose another -o or pass --overwrite");
+    if (fs::equivalent(out, fs::path(run_dir))) throw std::runtime_error("retime writes a new folder; -o names the run itself");
+    fs::remove_all(out);
+  }
+  fs::create_directories(out);
+  write_file_atomic((out / "config.toml").string(), "# resolved configuration of this run (retimed)\n" + to_toml(run.config));
+  {
+    MetricsLog log(out.string());
+    for (const auto& line : run.events) log.write(nlohmann::json::parse(line));
+  }
+  fs::create_directories(out / "timing");
+  for (int64_t r = 0; r < run.config.strategy.workers; ++r)
+    fs::copy_file(timing_trace_path(run_dir, r), timing_trace_path(out, r), fs::copy_options::overwrite_existing);
+  write_file_atomic((out / "summary.json").string(), run.summary_json);
+}
+
+}  // namespace atl
