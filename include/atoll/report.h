@@ -68,6 +68,9 @@ std::string islands_note(const std::vector<std::pair<std::string, const RunData*
 // std::runtime_error naming the folder when it is not a finished run or a
 // file is malformed.
 RunData load_run(const std::string& dir);
+// The same from the three files' contents (a retimed run held in memory).
+RunData parse_run(const std::string& dir, const std::string& summary_json, const std::string& metrics_jsonl,
+                  const std::string& config_toml);
 
 // The run a table compares against: the one named `name`, else the first
 // DDP run, else the first. Throws std::invalid_argument for an unknown name.

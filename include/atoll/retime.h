@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,10 +38,27 @@ struct RetimedRun {
   double bytes_scale = 1, compute_scale = 1;  // a projection's factors (1: none)
 };
 
-// Replays the finished run in `run_dir` with `overrides` ("network.bandwidth=
-// 1Gbit/s", ...). Throws std::invalid_argument for a key retime cannot
-// change (saying why) and TraceError-derived std::runtime_error for a folder
-// without (or with broken) timing traces.
+// A finished run loaded once (config, events, summary, timing traces) and
+// replayed on as many networks as asked. Throws std::invalid_argument for an
+// unfinished run and TraceError (a std::runtime_error) for a folder without
+// (or with broken) timing traces.
+class RunRetimer {
+ public:
+  explicit RunRetimer(const std::string& run_dir);
+  ~RunRetimer();
+  RunRetimer(RunRetimer&&) noexcept;
+  // The run with `overrides` ("network.bandwidth=1Gbit/s", ...; leading
+  // dashes are ignored). Throws std::invalid_argument for a key retime
+  // cannot change, saying why.
+  RetimedRun retime(const std::vector<std::string>& overrides, const Projection& projection = {}) const;
+  const std::string& dir() const;
+
+ private:
+  struct Loaded;
+  std::unique_ptr<Loaded> loaded_;
+};
+
+// RunRetimer(run_dir).retime(overrides, projection).
 RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>& overrides,
                       const Projection& projection = {});
 // A run folder at `out_dir` (config.toml, metrics.jsonl, metrics.csv,

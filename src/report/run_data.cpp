@@ -40,13 +40,22 @@ double number_or_nan(const nlohmann::json& j, const char* key) {
 
 RunData load_run(const std::string& dir_text) {
   const fs::path dir(dir_text);
+  const std::string not_finished = "'" + dir_text + "' is not a finished run (no summary.json)";
+  const std::string summary = read_text(dir / "summary.json", not_finished);
+  const std::string metrics = read_text(dir / "metrics.jsonl", "'" + dir_text + "' has no metrics.jsonl");
+  const std::string config = read_text(dir / "config.toml", "'" + dir_text + "' has no config.toml");
+  return parse_run(dir_text, summary, metrics, config);
+}
+
+RunData parse_run(const std::string& dir_text, const std::string& summary_text, const std::string& metrics_text,
+                  const std::string& config_text) {
+  const fs::path dir(dir_text);
   RunData run;
   run.dir = dir_text;
   run.name = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
-  const std::string not_finished = "'" + dir_text + "' is not a finished run (no summary.json)";
   nlohmann::json summary;
   try {
-    summary = nlohmann::json::parse(read_text(dir / "summary.json", not_finished));
+    summary = nlohmann::json::parse(summary_text);
     run.final_val_loss = summary.at("final_val_loss").get<double>();
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error("'" + (dir / "summary.json").string() + "' is malformed: " + e.what());
@@ -60,7 +69,7 @@ RunData load_run(const std::string& dir_text) {
   run.params = static_cast<int64_t>(number_or(summary, "params", 0));
   run.intra_bytes_sent_per_worker = number_or(summary, "intra_bytes_sent_per_worker", -1);
 
-  std::istringstream lines(read_text(dir / "metrics.jsonl", "'" + dir_text + "' has no metrics.jsonl"));
+  std::istringstream lines(metrics_text);
   std::string line;
   int64_t line_no = 0;
   while (std::getline(lines, line)) {
@@ -103,8 +112,7 @@ RunData load_run(const std::string& dir_text) {
   }
   if (run.bytes_sent_total <= 0) run.bytes_sent_total = run.bytes_sent_per_worker * static_cast<double>(run.workers);
   const fs::path config_path = dir / "config.toml";
-  run.config = only_keys(flatten_toml(read_text(config_path, "'" + dir_text + "' has no config.toml"), config_path.string()),
-                         is_computation_key);
+  run.config = only_keys(flatten_toml(config_text, config_path.string()), is_computation_key);
   return run;
 }
 

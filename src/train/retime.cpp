@@ -181,10 +181,30 @@ void projection_scales(const Projection& p, const std::vector<nlohmann::json>& e
 
 bool retimable_key(const std::string& key) { return retimable_keys().count(key) > 0; }
 
-RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>& overrides, const Projection& projection) {
+struct RunRetimer::Loaded {
+  std::string dir;
+  std::vector<nlohmann::json> events;
+  nlohmann::json summary;
+  int64_t workers = 0;
+  std::vector<TimingTrace> traces;
+};
+
+RunRetimer::RunRetimer(const std::string& run_dir) : loaded_(std::make_unique<Loaded>()) {
   const fs::path dir(run_dir);
   if (!fs::exists(dir / "summary.json"))
     throw std::invalid_argument("'" + run_dir + "' is not a finished run (no summary.json): retime replays finished runs");
+  loaded_->dir = run_dir;
+  loaded_->events = read_events(dir);
+  loaded_->summary = nlohmann::json::parse(read_file_bytes((dir / "summary.json").string()));
+  loaded_->workers = load_config((dir / "config.toml").string(), {}).strategy.workers;
+  loaded_->traces = read_timing_traces(dir, loaded_->workers);
+}
+RunRetimer::~RunRetimer() = default;
+RunRetimer::RunRetimer(RunRetimer&&) noexcept = default;
+const std::string& RunRetimer::dir() const { return loaded_->dir; }
+
+RetimedRun RunRetimer::retime(const std::vector<std::string>& overrides, const Projection& projection) const {
+  std::vector<std::string> items;
   for (const auto& item : overrides) {
     const std::string key = override_key(item);
     if (!retimable_key(key))
@@ -194,20 +214,20 @@ RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>
           "the compute; other keys change what is trained). Retimable: network.bandwidth, latency, jitter, algorithm, "
           "server_bandwidth, worker_bandwidth, worker_latency, outages, intra_bandwidth, intra_latency, "
           "island_bandwidth, island_latency, island_uplink, islands.exchange");
+    items.push_back(item.substr(item.find_first_not_of('-')));
   }
+  const Loaded& run = *loaded_;
   RetimedRun out;
-  out.config = load_config((dir / "config.toml").string(), overrides);
-  const std::vector<nlohmann::json> events = read_events(dir);
-  projection_scales(projection, events, out);
-  const std::vector<TimingTrace> traces = read_timing_traces(dir, out.config.strategy.workers);
+  out.config = load_config((fs::path(run.dir) / "config.toml").string(), items);
+  projection_scales(projection, run.events, out);
   const std::vector<ReplayedWorker> workers =
-      replay_traces(out.config, traces, ReplayScale{out.bytes_scale, out.compute_scale});
+      replay_traces(out.config, run.traces, ReplayScale{out.bytes_scale, out.compute_scale});
   const NetworkModel net = NetworkModel::from_config(out.config.network, out.config.strategy.workers,
                                                      static_cast<uint64_t>(out.config.run.seed));
   EventRewriter rewriter(workers, net);
-  out.events = rewriter.rewrite(events);
+  out.events = rewriter.rewrite(run.events);
 
-  nlohmann::json summary = nlohmann::json::parse(read_file_bytes((dir / "summary.json").string()));
+  nlohmann::json summary = run.summary;
   const nlohmann::json end = nlohmann::json::parse(out.events.back());
   if (end.value("event", "") == "end") {
     summary["end"] = end;
@@ -216,7 +236,7 @@ RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>
     summary["bytes_sent_per_worker"] = end["bytes_sent_per_worker"];
     if (end.contains("intra_bytes_sent_per_worker")) summary["intra_bytes_sent_per_worker"] = end["intra_bytes_sent_per_worker"];
   }
-  summary["retimed"] = {{"from", run_dir}, {"changes", overrides}};
+  summary["retimed"] = {{"from", run.dir}, {"changes", items}};
   if (projection.active())
     summary["projection"] = {{"params", projection.params},
                              {"bytes_scale", out.bytes_scale},
@@ -224,6 +244,10 @@ RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>
                              {"assumes", "the recorded run's loss per step (the small model's step-loss curve)"}};
   out.summary_json = summary.dump(2) + "\n";
   return out;
+}
+
+RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>& overrides, const Projection& projection) {
+  return RunRetimer(run_dir).retime(overrides, projection);
 }
 
 void write_retimed_run(const RetimedRun& run, const std::string& run_dir, const std::string& out_dir, bool overwrite) {
