@@ -21,6 +21,7 @@
 #include "atoll/net.h"
 #include "atoll/report.h"
 #include "atoll/train.h"
+#include "network_commands.h"
 
 namespace {
 
@@ -455,8 +456,11 @@ int main(int argc, char** argv) {
   int64_t results_seeds = 0;
   results->add_option("--seeds", results_seeds, "the seeds the sweeps were run with (default: each preset's)");
 
+  NetworkCommands network_commands(app);
+
   try {
     app.parse(argc, argv);
+    if (network_commands.run()) return 0;
     if (sweep->parsed()) return cmd_sweep(sweep->remaining(), sweep_quick, sweep_no_report, sweep_seeds, sweep_opts);
     if (report->parsed()) {
       atl::write_html_report(report_dirs, report_out, report_opts);

@@ -171,7 +171,13 @@ void projection_scales(const Projection& p, const std::vector<nlohmann::json>& e
     throw std::invalid_argument("a projection needs the run's parameter count (start event) and a train event with compute");
   out.bytes_scale = p.params / params;
   double step_seconds = p.step_seconds;
-  if (step_seconds <= 0 && p.device_flops > 0) step_seconds = 6.0 * p.params * tokens_per_step / (p.device_flops * p.mfu);
+  if (step_seconds <= 0 && p.device_flops > 0) {
+    if (tokens_per_step <= 0)
+      throw std::invalid_argument("a projection from device FLOP/s needs the run's tokens per step (its start event "
+                                  "has none); give --project-step-time instead");
+    // Training FLOPs of a step: 6 per parameter per token (forward and backward).
+    step_seconds = 6.0 * p.params * tokens_per_step / (p.device_flops * p.mfu);
+  }
   if (step_seconds <= 0)
     throw std::invalid_argument("a projection needs --project-step-time or --project-device-flops with --project-mfu");
   out.compute_scale = step_seconds / compute_per_step;
