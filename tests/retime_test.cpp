@@ -63,6 +63,7 @@ struct Case {
   std::string strategy;
   int64_t workers;
   std::vector<std::string> settings;  // key=value on top of tiny_config
+  std::vector<std::string> to;        // more of network B (retimable keys only)
 };
 
 // The tiny run, modelled clock, network A; `settings` on top.
@@ -93,11 +94,13 @@ TEST_P(RetimeEqualsRerun, EveryFigureButTheWallClockMatchesAFreshRunOnTheNewNetw
   std::vector<std::string> errors;
   apply_overrides(a, kNetworkA, errors);
   Config b = case_config(c, dir, "b");
-  apply_overrides(b, kNetworkB, errors);
+  std::vector<std::string> network_b = kNetworkB;
+  network_b.insert(network_b.end(), c.to.begin(), c.to.end());
+  apply_overrides(b, network_b, errors);
   ASSERT_TRUE(errors.empty());
   train(a);
   train(b);
-  const RetimedRun retimed = retime_run(dir.path("a"), kNetworkB);
+  const RetimedRun retimed = retime_run(dir.path("a"), network_b);
   write_retimed_run(retimed, dir.path("a"), dir.path("a_on_b"), false);
 
   const auto fresh = jsonl(dir.path("b") + "/metrics.jsonl");
@@ -120,6 +123,28 @@ TEST_P(RetimeEqualsRerun, EveryFigureButTheWallClockMatchesAFreshRunOnTheNewNetw
     expect_same(summary_r.at(key), summary_b.at(key), key);
 }
 
+// With measured compute a fresh run would measure other times, but the
+// recorded ones replayed on the run's own network give back its clock.
+TEST(Retime, AMeasuredRunRetimedToItsOwnNetworkGivesBackItsClock) {
+  testing::TempDir dir;
+  Config cfg = tiny_config("streaming", 2);
+  cfg.network.compute_time = "measured";
+  cfg.network.jitter = "2ms";
+  cfg.network.speed_factors = "1,3";
+  cfg.model.n_layer = 2;
+  cfg.streaming.fragment_blocks = 1;
+  cfg.diloco.inner_steps = 6;
+  cfg.run.out_dir = dir.str();
+  cfg.run.name = "m";
+  train(cfg);
+  const RetimedRun same = retime_run(dir.path("m"), {});
+  write_retimed_run(same, dir.path("m"), dir.path("m_again"), false);
+  const auto original = jsonl(dir.path("m") + "/metrics.jsonl");
+  const auto replayed = jsonl(dir.path("m_again") + "/metrics.jsonl");
+  ASSERT_EQ(original.size(), replayed.size());
+  for (size_t i = 0; i < original.size(); ++i) expect_same(replayed[i], original[i], "event " + std::to_string(i));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Strategies, RetimeEqualsRerun,
     ::testing::Values(
@@ -135,6 +160,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"streaming_async", "streaming", 2, {"streaming.fragment_blocks=1", "model.n_layer=2", "streaming.overlap=2", "diloco.inner_steps=6"}},
         Case{"single", "single", 1, {}},
         Case{"diloco_islands_leader", "diloco", 4, {"islands.devices=2", "islands.exchange=leader"}},
+        Case{"ddp_islands_to_sharded_shared_uplink", "ddp", 4, {"islands.devices=2", "islands.exchange=leader"},
+             {"islands.exchange=sharded", "network.island_uplink=shared", "network.intra_bandwidth=5Gbit/s",
+              "network.intra_latency=1ms"}},
         Case{"diloco_outages", "diloco", 2, {"network.outages=1@0.001s-0.2s"}}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 

@@ -73,8 +73,8 @@ StepTotals totals_at(const std::vector<ReplayedWorker>& workers, int64_t step) {
 // wall-clock times, the parameters' hashes) stays as the run measured it.
 class EventRewriter {
  public:
-  EventRewriter(const std::vector<ReplayedWorker>& workers, const NetworkModel& net)
-      : workers_(workers), outages_(net.outages()), n_(double(workers.size())) {}
+  EventRewriter(const std::vector<ReplayedWorker>& workers, const NetworkModel& net, const Config& cfg)
+      : workers_(workers), outages_(net.outages()), n_(double(workers.size())), exchange_(cfg.islands.exchange) {}
 
   std::vector<std::string> rewrite(const std::vector<nlohmann::json>& events) {
     std::vector<std::string> out;
@@ -105,6 +105,8 @@ class EventRewriter {
         }
       } else if (kind == "end") {
         rewrite_end(e);
+      } else if (kind == "start" && e.contains("exchange")) {
+        e["exchange"] = exchange_;  // the islands' pattern is a retimable key
       }
       out.push_back(e.dump());
     }
@@ -149,6 +151,7 @@ class EventRewriter {
   const std::vector<ReplayedWorker>& workers_;
   const std::vector<Outage>& outages_;
   double n_;
+  std::string exchange_;
   size_t logged_ = 0;
   double logged_sent_ = 0;
   int64_t logged_step_ = 0;
@@ -230,7 +233,7 @@ RetimedRun RunRetimer::retime(const std::vector<std::string>& overrides, const P
       replay_traces(out.config, run.traces, ReplayScale{out.bytes_scale, out.compute_scale});
   const NetworkModel net = NetworkModel::from_config(out.config.network, out.config.strategy.workers,
                                                      static_cast<uint64_t>(out.config.run.seed));
-  EventRewriter rewriter(workers, net);
+  EventRewriter rewriter(workers, net, out.config);
   out.events = rewriter.rewrite(run.events);
 
   nlohmann::json summary = run.summary;
