@@ -35,7 +35,7 @@ struct BenchFigure {
 };
 
 // The groups, in the order they run: gloo (first, because it forks), compute,
-// allreduce, codecs, strategies, simulation.
+// allreduce, codecs, strategies, simulation, retime.
 std::vector<std::string> bench_groups();
 
 // Runs the selected groups, printing one line per figure to `out` as it is
