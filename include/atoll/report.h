@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,8 +70,9 @@ std::string islands_note(const std::vector<std::pair<std::string, const RunData*
 // file is malformed.
 RunData load_run(const std::string& dir);
 // The same from the three files' contents (a retimed run held in memory).
+// `config_toml` absent: the folder has none (an error, raised after the metrics are read).
 RunData parse_run(const std::string& dir, const std::string& summary_json, const std::string& metrics_jsonl,
-                  const std::string& config_toml);
+                  const std::optional<std::string>& config_toml);
 
 // The run a table compares against: the one named `name`, else the first
 // DDP run, else the first. Throws std::invalid_argument for an unknown name.

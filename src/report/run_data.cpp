@@ -43,12 +43,14 @@ RunData load_run(const std::string& dir_text) {
   const std::string not_finished = "'" + dir_text + "' is not a finished run (no summary.json)";
   const std::string summary = read_text(dir / "summary.json", not_finished);
   const std::string metrics = read_text(dir / "metrics.jsonl", "'" + dir_text + "' has no metrics.jsonl");
-  const std::string config = read_text(dir / "config.toml", "'" + dir_text + "' has no config.toml");
+  // Read last, so a malformed metrics file is reported before a missing config.
+  std::optional<std::string> config;
+  if (fs::exists(dir / "config.toml")) config = read_text(dir / "config.toml", "");
   return parse_run(dir_text, summary, metrics, config);
 }
 
 RunData parse_run(const std::string& dir_text, const std::string& summary_text, const std::string& metrics_text,
-                  const std::string& config_text) {
+                  const std::optional<std::string>& config_text) {
   const fs::path dir(dir_text);
   RunData run;
   run.dir = dir_text;
@@ -112,7 +114,8 @@ RunData parse_run(const std::string& dir_text, const std::string& summary_text, 
   }
   if (run.bytes_sent_total <= 0) run.bytes_sent_total = run.bytes_sent_per_worker * static_cast<double>(run.workers);
   const fs::path config_path = dir / "config.toml";
-  run.config = only_keys(flatten_toml(config_text, config_path.string()), is_computation_key);
+  if (!config_text) throw std::runtime_error("'" + dir_text + "' has no config.toml");
+  run.config = only_keys(flatten_toml(*config_text, config_path.string()), is_computation_key);
   return run;
 }
 
