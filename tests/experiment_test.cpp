@@ -413,6 +413,8 @@ check = "bytes(ddp) > bytes(single)"
   EXPECT_NE(out.find("2 ran, 0 already finished"), std::string::npos) << out;
   const fs::path sweep = fs::path(dir.path("runs")) / "c";
   EXPECT_NE(testing::read_text(sweep / "report.html").find("<canvas id=\"loss-bytes\">"), std::string::npos);
+  // The sweep's report has the what-if network sliders unless told otherwise.
+  EXPECT_NE(testing::read_text(sweep / "report.html").find("id=\"whatif-bandwidth\""), std::string::npos);
   EXPECT_EQ(load_run((sweep / "ddp").string()).steps, 4);  // command-line overrides reach every run
 
   // `atoll results` reads the preset as it is: runs made with other settings
@@ -428,12 +430,13 @@ check = "bytes(ddp) > bytes(single)"
   EXPECT_NE(testing::read_text(md).find("| R0 | cli | inconclusive |"), std::string::npos) << testing::read_text(md);
 
   ASSERT_EQ(atoll_cli("report " + (sweep / "ddp").string() + " " + (sweep / "single").string() + " -o " +
-                          dir.path("r.html") + " --baseline=single",
+                          dir.path("r.html") + " --baseline=single --no-network-sliders",
                       out, dir),
             0)
       << out;
   EXPECT_NE(testing::read_text(dir.path("r.html")).find("<tr class=\"baseline\"><td>single</td>"),
             std::string::npos);
+  EXPECT_EQ(testing::read_text(dir.path("r.html")).find("id=\"whatif"), std::string::npos);
 }
 
 TEST(SweepCli, APresetWithoutASweepSectionOrABadFolderIsAClearError) {

@@ -20,6 +20,7 @@
 #include "atoll/launch.h"
 #include "atoll/net.h"
 #include "atoll/report.h"
+#include "atoll/whatif.h"
 #include "atoll/train.h"
 #include "network_commands.h"
 
@@ -224,7 +225,16 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
   return s.stopped_at >= 0 && s.stopped_by_signal ? 130 : 0;  // 130: as a shell reports SIGINT
 }
 
-int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, int64_t seeds,
+// Building the what-if sliders is the slow part of a report (seconds per
+// long run): say what is going on and how to skip it.
+void print_sliders_note(size_t runs) {
+  const size_t points = atl::default_grid_bandwidths().size() * atl::default_grid_latencies().size();
+  std::printf("report: retiming %zu runs on %zu networks for the what-if sliders (--no-network-sliders skips)\n", runs,
+              points);
+  std::fflush(stdout);
+}
+
+int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, bool no_sliders, int64_t seeds,
               atl::SweepOptions opts) {
   // --grid is taken here rather than by CLI11, whose repeatable options would
   // also swallow the preset's path when it follows them.
@@ -266,7 +276,9 @@ int cmd_sweep(const std::vector<std::string>& args, bool quick, bool no_report, 
     ro.subtitle = spec.paper_claim;
     ro.baseline = spec.baseline;
     ro.target_loss = spec.target_loss;
+    ro.network_sliders = !no_sliders;
     const std::string html = (std::filesystem::path(out.dir) / "report.html").string();
+    if (ro.network_sliders) print_sliders_note(out.run_dirs.size());
     atl::write_html_report(out.run_dirs, html, ro);
     std::cout << "\n" << atl::compare_runs(out.run_dirs) << "\n";
     std::printf("report: %s\n", html.c_str());
@@ -418,7 +430,7 @@ int main(int argc, char** argv) {
   compare->add_option("runs", compare_dirs, "run folders; ratios are against the first")->required();
 
   atl::SweepOptions sweep_opts;
-  bool sweep_quick = false, sweep_no_report = false;
+  bool sweep_quick = false, sweep_no_report = false, sweep_no_sliders = false;
   int64_t sweep_seeds = 0;
   auto* sweep = app.add_subcommand(
       "sweep",
@@ -431,6 +443,8 @@ int main(int argc, char** argv) {
   sweep->add_option("--out", sweep_opts.out_root, "folder holding the sweep folder (default: run.out_dir)");
   sweep->add_flag("--overwrite", sweep_opts.overwrite, "re-run finished runs whose config changed");
   sweep->add_flag("--no-report", sweep_no_report, "do not write report.html");
+  sweep->add_flag("--no-network-sliders", sweep_no_sliders,
+                  "report.html without the what-if network sliders (they retime every run 55 times)");
   sweep->add_option("--seeds", sweep_seeds,
                     "K: run every setting with K seeds (run.seed, +1, ..., into <run>_s1.._sK; overrides [sweep] "
                     "seeds); tables then show means with 95% intervals");
@@ -445,6 +459,10 @@ int main(int argc, char** argv) {
   report->add_option("--baseline", report_opts.baseline, "run the table compares with (default: the DDP run)");
   report->add_option("--target-loss", report_opts.target_loss,
                      "time-to-target column (default: the worst final loss among the runs)");
+  bool report_no_sliders = false;
+  report->add_flag("--no-network-sliders", report_no_sliders,
+                   "leave out the what-if network sliders (they retime every run 55 times)");
+
 
   std::vector<std::string> result_presets;
   std::string results_out = "docs/RESULTS.md", results_root;
@@ -461,8 +479,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     if (network_commands.run()) return 0;
-    if (sweep->parsed()) return cmd_sweep(sweep->remaining(), sweep_quick, sweep_no_report, sweep_seeds, sweep_opts);
+    if (sweep->parsed())
+      return cmd_sweep(sweep->remaining(), sweep_quick, sweep_no_report, sweep_no_sliders, sweep_seeds, sweep_opts);
     if (report->parsed()) {
+      report_opts.network_sliders = !report_no_sliders;
+      if (report_opts.network_sliders) print_sliders_note(report_dirs.size());
       atl::write_html_report(report_dirs, report_out, report_opts);
       std::printf("report: %s (%zu runs)\n", report_out.c_str(), report_dirs.size());
       return 0;

@@ -89,12 +89,21 @@ struct ReportOptions {
   std::string subtitle;       // one line under the title ("" = none)
   std::string baseline;       // run name the table compares against; "" = the DDP run, else the first
   double target_loss = 0;     // time-to-target column; 0 = the worst final loss among runs
+  // The "What-if network" sliders: bandwidth and latency over a grid
+  // (whatif.h's default grids, 11 x 5 points) that retime, in the page, the
+  // wall-clock chart and the table's time columns, plus a crossover chart of
+  // time to target against bandwidth. Costs one retime per run and grid
+  // point (55 per run) when the page is built; off here so library callers
+  // and tests stay fast (atoll report and atoll sweep turn it on). Runs
+  // without timing traces get no sliders.
+  bool network_sliders = false;
 };
 
 // One self-contained HTML page (Chart.js inlined, no network needed): eval
 // loss against steps, bytes sent (log axis) and simulated time; correlation
 // against steps; the workers' update correlation and relative disagreement
-// against steps; a summary table; the config keys that differ between runs.
+// against steps; a summary table; the config keys that differ between runs;
+// with options.network_sliders, the what-if network panel.
 std::string html_report(const std::vector<RunData>& runs, const ReportOptions& options);
 
 // Loads the folders and writes html_report to out_path atomically (a

@@ -68,11 +68,13 @@ struct NetworkGrid {
   std::vector<double> latencies;   // seconds, ascending
   // runs[i].eval_time[b * latencies.size() + l]: run i's evaluation times at
   // bandwidths[b], latencies[l] (the same evaluations as RunData::eval_time);
-  // sim_seconds likewise: the run's total simulated time there.
+  // sim_seconds likewise: the run's total simulated time there; utilisation:
+  // its compute utilisation there (summary.json's compute_utilisation).
   struct Run {
     std::string dir;
     std::vector<std::vector<double>> eval_time;
     std::vector<double> sim_seconds;
+    std::vector<double> utilisation;
   };
   std::vector<Run> runs;
 };

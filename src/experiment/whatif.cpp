@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <stdexcept>
+#include <string>
 
 #include "atoll/config.h"
 #include "atoll/report.h"
@@ -68,7 +69,9 @@ std::vector<double> log_grid(double from, double to, int per_decade) {
 }  // namespace
 
 std::string format_bit_rate(double bytes_per_second) {
-  const double bits = bytes_per_second * 8;
+  // Rounded to the digits shown before the unit is chosen: a grid point a
+  // hair under 1 Gbit/s (124999999.99999997 B/s) reads "1 Gbit/s", not "1e+03 Mbit/s".
+  const double bits = std::stod(format_number("%.3g", bytes_per_second * 8));
   if (bits >= 1e9) return format_number("%.3g", bits / 1e9) + " Gbit/s";
   if (bits >= 1e6) return format_number("%.3g", bits / 1e6) + " Mbit/s";
   return format_number("%.3g", bits / 1e3) + " kbit/s";
@@ -236,6 +239,7 @@ NetworkGrid network_grid(const std::vector<std::string>& run_dirs, const std::ve
         const RunData r = as_run_data(retimer.retime(network_overrides(bw, lat)), d);
         run.eval_time.push_back(r.eval_time);
         run.sim_seconds.push_back(r.sim_seconds);
+        run.utilisation.push_back(r.utilisation);
       }
     grid.runs.push_back(std::move(run));
   }

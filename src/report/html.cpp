@@ -1,6 +1,7 @@
 // The HTML report: one self-contained page with Chart.js inlined. The tables
 // are rendered here (readable with scripts off); the charts are drawn by a
-// short script from the runs' series, embedded as JSON.
+// short script from the runs' series, embedded as JSON. The what-if network
+// panel (sliders that retime the runs in the page) is network_sliders.cpp's.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -11,9 +12,12 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "atoll/report.h"
 #include "report/groups.h"
+#include "report/html_text.h"
+#include "report/network_sliders.h"
 #include "util/file_io.h"
 #include "util/format.h"
 
@@ -24,30 +28,14 @@ extern const char* const kChartJsSource;
 
 namespace {
 
-std::string escape_html(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
-// JSON placed inside <script>: "</" would end the element early.
-std::string script_safe(std::string json) {
-  for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 2)) json.replace(at, 2, "<\\/");
-  return json;
-}
-
+// Under a second, three significant digits: a tiny run's modelled times
+// (tens of milliseconds) would all read "0.0 s". The what-if script formats
+// its retimed cells the same way.
 std::string seconds(double s) {
   if (s < 0) return "never";
   if (s >= 3600) return format_number("%.2f h", s / 3600);
   if (s >= 120) return format_number("%.1f min", s / 60);
+  if (s < 1) return format_number("%.3g s", s);
   return format_number("%.1f s", s);
 }
 
@@ -67,8 +55,9 @@ std::string seconds_pm(const MeanInterval& m) {
 
 // One row per setting: the mean over its seeds ± the 95% interval; against
 // the baseline, the paired difference over shared seeds.
+// The cells the network sliders rewrite carry sliders.cell(...) marks.
 std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& base, const RunGroup* ddp,
-                          double target) {
+                          double target, const NetworkSliders& sliders) {
   const GroupFigures fb = group_figures(base, target);
   const GroupFigures* fd = nullptr;
   GroupFigures ddp_figures;
@@ -90,6 +79,7 @@ std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& b
   };
   for (const auto& g : groups) {
     const RunData& r = *g.runs.front();
+    const size_t k = size_t(&g - groups.data());
     const GroupFigures f = group_figures(g, target);
     std::string versus = "&mdash;";
     if (&g != &base) {
@@ -114,7 +104,9 @@ std::string summary_table(const std::vector<RunGroup>& groups, const RunGroup& b
       << f.seeds << "</td><td>" << escape_html(r.strategy) << "</td><td>" << escape_html(workers_label(r)) << "</td><td>" << r.steps
       << "</td><td>" << mean_pm(f.loss, "%.4f") << "</td><td>" << mean_pm(f.ppl, "%.3f") << "</td><td>" << versus
       << "</td><td>" << format_megabytes(f.bytes_per_worker.mean) << "</td><td>" << format_megabytes(f.bytes_total.mean)
-      << "</td><td>" << reduction << "</td><td>" << seconds_pm(f.sim_seconds) << "</td><td>" << ttt << "</td><td>"
+      << "</td><td>" << reduction << "</td><td" << sliders.cell("total", k, f.sim_seconds.mean) << ">"
+      << seconds_pm(f.sim_seconds) << "</td><td" << sliders.cell("ttt", k, f.reached > 0 ? f.time_to_target.mean : -1)
+      << ">" << ttt << "</td><td" << sliders.cell("util", k, f.utilisation.mean) << ">"
       << format_number("%.1f%%", 100 * f.utilisation.mean) << "</td><td>"
       << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("&mdash;"))
       << "</td><td>" << figure(f.update_correlation, "%.4f") << "</td><td>" << figure(f.disagreement, "%.4g")
@@ -261,15 +253,19 @@ const char* kChartScript = R"js(
       const data = points(s.x, s.y, c.keep);
       if (data.length === 0) { left.push(r.name); return; }
       const label = r.seeds > 1 ? r.name + ' (mean of ' + r.seeds + ' seeds, 95% band)' : r.name;
+      // group / edge: which setting and which of its series (mean y, band low / high) a dataset
+      // draws, for the what-if sliders that replace its x values.
       datasets.push({label, data, borderColor: color, backgroundColor: color, pointRadius: 2, borderWidth: 1.5,
-                     tension: 0});
+                     tension: 0, group: i, edge: 'y'});
       if (r.seeds > 1) {
         // The band: the low edge, then the high edge filled down to it, drawn
         // beneath every mean curve (order 1; Chart.js draws lower orders on top).
         const band = {borderWidth: 0, borderColor: color, pointRadius: 0, tension: 0, band: true, order: 1,
                       backgroundColor: color + '33'};
-        datasets.push(Object.assign({label: r.name + ' low', data: points(s.x, s.low, c.keep), fill: false}, band));
-        datasets.push(Object.assign({label: r.name + ' high', data: points(s.x, s.high, c.keep), fill: '-1'}, band));
+        datasets.push(Object.assign({label: r.name + ' low', data: points(s.x, s.low, c.keep), fill: false,
+                                     group: i, edge: 'low'}, band));
+        datasets.push(Object.assign({label: r.name + ' high', data: points(s.x, s.high, c.keep), fill: '-1',
+                                     group: i, edge: 'high'}, band));
       }
     });
     const canvas = document.getElementById(c.id);
@@ -308,8 +304,28 @@ table { border-collapse: collapse; margin: 10px 0 24px; font-variant-numeric: ta
 th, td { border-bottom: 1px solid #e3e3e3; padding: 4px 10px; text-align: right; }
 th:first-child, td:first-child { text-align: left; } th { background: #f6f6f6; }
 tr.baseline td { font-weight: 600; } .significant { color: #1a7f37; } .inconclusive { color: #9a6700; } .omitted { color: #777; font-size: 12px; margin: 4px 0 0; }
+.whatif { position: sticky; top: 0; z-index: 5; background: #fff; border: 1px solid #cfd8e3; border-radius: 6px;
+  padding: 8px 12px; margin: 10px 0; } .whatif label { margin-right: 18px; }
+.whatif input { vertical-align: middle; width: 260px; }
+.whatif output { display: inline-block; min-width: 6em; font-weight: 600; } .whatif p { margin: 4px 0; }
+.whatif .note { color: #666; font-size: 12px; } td.retimed { color: #1f4fbf; }
 pre { background: #f8f8f8; padding: 10px; font-size: 12px; max-height: 300px; overflow: auto; }
 )css";
+
+// The what-if panel when asked for and every run has timing traces. A grid
+// that cannot be built (a broken trace) is reported on the page instead of
+// failing the whole report.
+NetworkSliders network_sliders(const std::vector<RunData>& runs, const std::vector<RunGroup>& groups,
+                               const RunGroup& base, double target, const ReportOptions& options) {
+  if (!options.network_sliders) return {};
+  NetworkGrid grid;
+  try {
+    grid = report_network_grid(runs);
+  } catch (const std::exception& e) {
+    return NetworkSliders::unavailable(e.what());
+  }
+  return NetworkSliders(std::move(grid), runs, groups, base, target);
+}
 
 }  // namespace
 
@@ -333,7 +349,8 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
          "excludes 0, else <i>inconclusive</i>)";
   o << "; final eval loss compared with <b>" << escape_html(base->name) << "</b>; time to loss "
     << format_number("%.3f", target) << " is the simulated time of the first evaluation after step 0 at or below it.</p>\n";
-  o << summary_table(groups, *base, ddp, target);
+  const NetworkSliders sliders = network_sliders(runs, groups, *base, target, options);
+  o << sliders.panel_html() << summary_table(groups, *base, ddp, target, sliders);
   o << "<div class=\"grid\">\n";
   const char* charts[][2] = {{"loss-steps", "Eval loss against steps"},
                              {"loss-bytes", "Eval loss against bytes sent per worker"},
@@ -341,9 +358,11 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
                              {"corr-steps", "Parameter correlation between workers"},
                              {"update-corr-steps", "Correlation of the workers' updates since the start"},
                              {"disagreement-steps", "Relative disagreement: ‖θ_i − θ̄‖ / ‖θ̄ − θ_0‖"}};
-  for (const auto& c : charts)
+  for (const auto& c : charts) {
     o << "<div class=\"chart\"><h2>" << c[1] << "</h2><div class=\"box\"><canvas id=\"" << c[0]
       << "\"></canvas></div></div>\n";
+    if (std::string(c[0]) == "loss-time") o << sliders.chart_html();  // beside the chart it explains
+  }
   o << "</div>\n<h2>Configuration keys that differ between runs</h2>\n" << config_diff_table(runs);
   o << "<details><summary>Configuration shared by every run</summary><pre>" << shared_config(runs)
     << "</pre></details>\n";
@@ -351,8 +370,8 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
   for (size_t i = 0; i < runs.size(); ++i) o << (i ? ", " : "") << "<code>" << escape_html(runs[i].dir) << "</code>";
   o << ". Charts: Chart.js " << kChartJsVersion << " (MIT), inlined.</p>\n";
   o << "<script type=\"application/json\" id=\"atoll-data\">" << script_safe(series_json(groups).dump())
-    << "</script>\n<script>" << kChartJsSource << "</script>\n<script>" << kChartScript
-    << "</script>\n</body></html>\n";
+    << "</script>\n<script>" << kChartJsSource << "</script>\n<script>" << kChartScript << "</script>\n"
+    << sliders.script_html() << "</body></html>\n";
   return o.str();
 }
 
