@@ -36,6 +36,7 @@ class Cursor {
  public:
   Cursor(const char* data, size_t size, const std::string& where) : p_(data), end_(data + size), where_(where) {}
   bool done() const { return p_ == end_; }
+  uint64_t left() const { return uint64_t(end_ - p_); }
   uint8_t byte(const char* what) {
     need(1, what);
     return static_cast<uint8_t>(*p_++);
@@ -125,7 +126,10 @@ TraceRecord decode_record(Cursor& in) {
       if (!(r.call.bytes >= 0) || !std::isfinite(r.call.bytes)) in.fail("a call's byte count is negative or not finite");
       r.call.rank = int64_t(in.varint("a call's rank") & 0xffffffffULL);
       const uint64_t n = in.varint("a call's list length");
-      if (n > kMaxList) in.fail("a call's list of " + std::to_string(n) + " entries is implausible");
+      // Each entry takes at least a byte: a longer list cannot be there, and
+      // is refused before the reserve below allocates room for it.
+      if (n > kMaxList || n > in.left())
+        in.fail("a call's list of " + std::to_string(n) + " entries is implausible");
       r.call.list.reserve(size_t(n));
       for (uint64_t i = 0; i < n; ++i) r.call.list.push_back(int64_t(in.varint("a call's list") & 0xffffffffffffULL));
       const uint64_t tag = in.varint("a call's tag length");
