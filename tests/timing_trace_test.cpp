@@ -272,6 +272,13 @@ const std::vector<BadFile>& bad_files() {
       {"implausible tag length", file("S" + call(1, 0, 8, varint(0), varint(100000))),
        "tag of 100000 bytes is implausible"},
       {"overlong varint", file("SW" + std::string(10, '\xff') + "\x01"), "a wait is not a valid varint"},
+      {"a later block without a step", header(2) + block(step) + block(compute(0.5)), "block 1 does not begin with a step"},
+      {"repeats beyond the limit in all", header(2) + block(step, uint64_t(1) << 40) + block(step, 2),
+       "repeat more than"},
+      {"implausible call rank", file("S" + std::string("O") + char(5) + char(0) + f64(8) + varint(uint64_t(1) << 33)),
+       "a call's rank 8589934592 is implausible"},
+      {"implausible list entry", file("S" + call(3, 0, 8, varint(1) + varint(uint64_t(1) << 50))),
+       "a call's list entry"},
   };
   return cases;
 }

@@ -13,7 +13,9 @@ namespace {
 constexpr char kMagic[8] = {'A', 'T', 'L', 'T', 'I', 'M', 'E', '1'};
 // Limits a well-formed file never reaches; a corrupt length past them is refused.
 constexpr uint64_t kMaxList = uint64_t(1) << 24;
-constexpr uint64_t kMaxRepeats = uint64_t(1) << 40;
+constexpr uint64_t kMaxRepeats = uint64_t(1) << 40;  // also bounds the steps of the whole trace
+constexpr uint64_t kMaxRank = uint64_t(1) << 20;
+constexpr uint64_t kMaxValue = uint64_t(1) << 48;    // element counts, wait distances
 
 void put_varint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
@@ -22,13 +24,14 @@ void put_varint(std::string& out, uint64_t v) {
   }
   out.push_back(static_cast<char>(v));
 }
-void put_f64(std::string& out, double v) {
-  char b[8];
-  std::memcpy(b, &v, 8);
-  out.append(b, 8);
-}
 void put_u64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+// Doubles as their IEEE bits, little-endian like every other field.
+void put_f64(std::string& out, double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  put_u64(out, bits);
 }
 
 // Reads the encoding back; every read checks the bytes are there.
@@ -51,10 +54,9 @@ class Cursor {
     fail(std::string(what) + " is not a valid varint");
   }
   double f64(const char* what) {
-    need(8, what);
+    const uint64_t bits = u64(what);
     double v;
-    std::memcpy(&v, p_, 8);
-    p_ += 8;
+    std::memcpy(&v, &bits, 8);
     return v;
   }
   uint64_t u64(const char* what) {
@@ -80,6 +82,12 @@ class Cursor {
   const char* end_;
   std::string where_;
 };
+
+// A field read back must be in its range: a corrupt value is refused, never cut down.
+uint64_t bounded(const Cursor& in, uint64_t v, uint64_t limit, const char* what) {
+  if (v > limit) in.fail(std::string(what) + " " + std::to_string(v) + " is implausible (at most " + std::to_string(limit) + ")");
+  return v;
+}
 
 void encode_record(std::string& out, const TraceRecord& r) {
   out.push_back(static_cast<char>(r.kind));
@@ -113,7 +121,7 @@ TraceRecord decode_record(Cursor& in) {
       break;
     case 'W':
       r.kind = TraceRecord::Kind::Wait;
-      r.waits_back = int64_t(in.varint("a wait") & 0x7fffffffffffffffULL);
+      r.waits_back = int64_t(bounded(in, in.varint("a wait"), kMaxValue, "a wait's distance"));
       break;
     case 'O': {
       r.kind = TraceRecord::Kind::Call;
@@ -124,14 +132,15 @@ TraceRecord decode_record(Cursor& in) {
       if (r.call.channel > 1) in.fail("call channel " + std::to_string(r.call.channel) + " (0 or 1 allowed)");
       r.call.bytes = in.f64("a call's bytes");
       if (!(r.call.bytes >= 0) || !std::isfinite(r.call.bytes)) in.fail("a call's byte count is negative or not finite");
-      r.call.rank = int64_t(in.varint("a call's rank") & 0xffffffffULL);
+      r.call.rank = int64_t(bounded(in, in.varint("a call's rank"), kMaxRank, "a call's rank"));
       const uint64_t n = in.varint("a call's list length");
       // Each entry takes at least a byte: a longer list cannot be there, and
       // is refused before the reserve below allocates room for it.
       if (n > kMaxList || n > in.left())
         in.fail("a call's list of " + std::to_string(n) + " entries is implausible");
       r.call.list.reserve(size_t(n));
-      for (uint64_t i = 0; i < n; ++i) r.call.list.push_back(int64_t(in.varint("a call's list") & 0xffffffffffffULL));
+      for (uint64_t i = 0; i < n; ++i)
+        r.call.list.push_back(int64_t(bounded(in, in.varint("a call's list"), kMaxValue, "a call's list entry")));
       const uint64_t tag = in.varint("a call's tag length");
       if (tag > 256) in.fail("a call's tag of " + std::to_string(tag) + " bytes is implausible");
       r.call.tag = in.bytes(tag, "a call's tag");
@@ -171,6 +180,8 @@ void TimingTrace::compute(double seconds) {
 }
 
 int64_t TimingTrace::call(const TracedCall& c) {
+  // The reader's limit: a longer tag would make a trace its own run cannot read back.
+  if (c.tag.size() > 256) throw std::logic_error("timing trace: tag '" + c.tag.substr(0, 40) + "...' is over 256 bytes");
   TraceRecord r;
   r.kind = TraceRecord::Kind::Call;
   r.call = c;
@@ -199,9 +210,10 @@ void TimingTrace::for_each(const std::function<void(const TraceRecord&)>& fn) co
 }
 
 int64_t TimingTrace::steps() const {
+  // A step record can only open a block, so counting needs no walk of the repeats.
   int64_t n = 0;
-  for_each([&](const TraceRecord& r) { n += r.kind == TraceRecord::Kind::Step; });
-  return n;
+  for (const auto& b : blocks_) n += b.bytes[0] == 'S' ? b.repeats : 0;
+  return n + (!current_.empty() && current_[0] == 'S' ? 1 : 0);
 }
 
 size_t TimingTrace::stored_bytes() const { return encode(0).size(); }
@@ -230,18 +242,24 @@ TimingTrace TimingTrace::decode(const std::string& bytes, const std::string& whe
   if (in.bytes(8, "the magic") != std::string(kMagic, 8))
     in.fail("not an atoll timing trace (the file does not start with ATLTIME1)");
   const uint64_t saved_rank = in.u64("the rank");
-  if (saved_rank > (uint64_t(1) << 20)) in.fail("rank " + std::to_string(saved_rank) + " is implausible");
+  if (saved_rank > kMaxRank) in.fail("rank " + std::to_string(saved_rank) + " is implausible");
   if (rank != nullptr) *rank = int64_t(saved_rank);
   const uint64_t count = in.u64("the block count");
   if (count > bytes.size()) in.fail("block count " + std::to_string(count) + " exceeds the file's size");
   TimingTrace t;
+  uint64_t total = 0;
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t repeats = in.varint("a block's repeat count");
     if (repeats < 1 || repeats > kMaxRepeats) in.fail("a block's repeat count " + std::to_string(repeats) + " is out of range");
+    total += repeats;
+    if (total > kMaxRepeats) in.fail("the blocks repeat more than " + std::to_string(kMaxRepeats) + " times in all");
     Block b;
     b.repeats = int64_t(repeats);
     b.bytes = in.bytes(in.varint("a block's length"), "a block");
     if (b.bytes.empty()) in.fail("an empty block");
+    // Only the first block (what happened before step 0) may start with
+    // anything but a step: recording starts a block at each step.
+    if (i > 0 && b.bytes[0] != 'S') in.fail("block " + std::to_string(i) + " does not begin with a step");
     // Check every record now, so reading it later cannot fail.
     Cursor records(b.bytes.data(), b.bytes.size(), where);
     bool first = true;

@@ -190,6 +190,23 @@ void projection_scales(const Projection& p, const std::vector<nlohmann::json>& e
 
 bool retimable_key(const std::string& key) { return retimable_keys().count(key) > 0; }
 
+// The overrides without leading dashes; throws for a key retime cannot change.
+std::vector<std::string> retimable_overrides(const std::vector<std::string>& overrides) {
+  std::vector<std::string> items;
+  for (const auto& item : overrides) {
+    const std::string key = override_key(item);
+    if (!retimable_key(key))
+      throw std::invalid_argument(
+          "retime changes only the network, not '" + key +
+          "': the run's trajectory and compute stay as recorded (compute_time, device, mfu and speed_factors change "
+          "the compute; other keys change what is trained). Retimable: network.bandwidth, latency, jitter, algorithm, "
+          "server_bandwidth, worker_bandwidth, worker_latency, outages, intra_bandwidth, intra_latency, "
+          "island_bandwidth, island_latency, island_uplink, islands.exchange");
+    items.push_back(item.substr(item.find_first_not_of('-')));
+  }
+  return items;
+}
+
 struct RunRetimer::Loaded {
   std::string dir;
   std::vector<nlohmann::json> events;
@@ -205,26 +222,23 @@ RunRetimer::RunRetimer(const std::string& run_dir) : loaded_(std::make_unique<Lo
   loaded_->dir = run_dir;
   loaded_->events = read_events(dir);
   loaded_->summary = nlohmann::json::parse(read_file_bytes((dir / "summary.json").string()));
-  loaded_->workers = load_config((dir / "config.toml").string(), {}).strategy.workers;
+  const Config cfg = load_config((dir / "config.toml").string(), {});
+  loaded_->workers = cfg.strategy.workers;
   loaded_->traces = read_timing_traces(dir, loaded_->workers);
+  // Checked before any replay: a corrupt repeat count could describe a
+  // practically endless run.
+  for (size_t r = 0; r < loaded_->traces.size(); ++r)
+    if (loaded_->traces[r].steps() != cfg.train.steps)
+      throw TraceError(timing_trace_path(dir, int64_t(r)).string() + " holds " +
+                       std::to_string(loaded_->traces[r].steps()) + " steps but the run trained " +
+                       std::to_string(cfg.train.steps));
 }
 RunRetimer::~RunRetimer() = default;
 RunRetimer::RunRetimer(RunRetimer&&) noexcept = default;
 const std::string& RunRetimer::dir() const { return loaded_->dir; }
 
 RetimedRun RunRetimer::retime(const std::vector<std::string>& overrides, const Projection& projection) const {
-  std::vector<std::string> items;
-  for (const auto& item : overrides) {
-    const std::string key = override_key(item);
-    if (!retimable_key(key))
-      throw std::invalid_argument(
-          "retime changes only the network, not '" + key +
-          "': the run's trajectory and compute stay as recorded (compute_time, device, mfu and speed_factors change "
-          "the compute; other keys change what is trained). Retimable: network.bandwidth, latency, jitter, algorithm, "
-          "server_bandwidth, worker_bandwidth, worker_latency, outages, intra_bandwidth, intra_latency, "
-          "island_bandwidth, island_latency, island_uplink, islands.exchange");
-    items.push_back(item.substr(item.find_first_not_of('-')));
-  }
+  const std::vector<std::string> items = retimable_overrides(overrides);
   const Loaded& run = *loaded_;
   RetimedRun out;
   out.config = load_config((fs::path(run.dir) / "config.toml").string(), items);
@@ -256,6 +270,7 @@ RetimedRun RunRetimer::retime(const std::vector<std::string>& overrides, const P
 }
 
 RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>& overrides, const Projection& projection) {
+  retimable_overrides(overrides);  // a wrong key is reported before the run is read
   return RunRetimer(run_dir).retime(overrides, projection);
 }
 
