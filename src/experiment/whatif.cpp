@@ -207,8 +207,16 @@ std::string whatif_markdown(const WhatifResult& r) {
       else if (d < 0) ++faster;
       else ++slower;
     }
-    if (unknown == int(r.bandwidths.size()))
-      md += "- " + s.name + ": no comparison (it or " + r.baseline + " does not reach the target).\n";
+    // Whether a run reaches a loss does not depend on the network: a setting
+    // that misses the target misses it at every bandwidth.
+    auto never = [](const WhatifSetting& x) {
+      for (double t : x.time_to_target)
+        if (std::isfinite(t)) return false;
+      return true;
+    };
+    if (never(s) || never(*base))
+      md += "- " + s.name + ": no comparison (" + (never(s) ? s.name : r.baseline) + " does not reach " +
+            format_number("%.4g", r.target_loss) + " in every seed).\n";
     else if (slower == 0 && unknown == 0)
       md += "- " + s.name + " reaches the target before " + r.baseline + " at every bandwidth from " + range + ".\n";
     else if (faster == 0 && unknown == 0)
