@@ -419,7 +419,7 @@ int main(int argc, char** argv) {
                "[config.toml] [--quick] [--only=GROUPS] [--json=FILE] [--section.key=value ...]");
   bench->allow_extras();
   bench->add_flag("--quick", bench_opts.quick, "fewer sizes, steps and repetitions (about 3 minutes)");
-  bench->add_option("--only", bench_only, "comma-separated groups: gloo, compute, allreduce, codecs, strategies, "
+  bench->add_option("--only", bench_only, "comma-separated groups: gloo, compute, allreduce, codecs, strategies, retime, "
                                           "simulation (default: all, about 12 minutes)");
   bench->add_option("--json", bench_opts.json_path, "also write the figures to this JSON file");
   bench->add_option("--data-root", bench_opts.data_root, "prepared data sets (the simulation group needs brown)")
