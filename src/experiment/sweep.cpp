@@ -149,7 +149,7 @@ bool looks_like_run_folder(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string n = entry.path().filename().string();
     if (n != "config.toml" && n != "metrics.jsonl" && n != "metrics.csv" && n != "summary.json" &&
-        n != "checkpoints")
+        n != "checkpoints" && n != "timing")
       return false;
   }
   return true;
