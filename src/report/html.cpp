@@ -39,17 +39,23 @@ std::string seconds(double s) {
   return format_number("%.1f s", s);
 }
 
+// Whether an interval is worth printing: figures every seed gives alike
+// (modelled times) show no "± 0", nor the rounding noise of summing them in
+// another order ("± 2e-14 s").
+bool shows_interval(const MeanInterval& m) {
+  return m.has_interval() && m.half_width > 1e-9 * std::abs(m.mean);
+}
+
 // "1.6512 ± 0.0031" as HTML, or the mean alone for one seed.
-// (Figures every seed gives alike, such as modelled times, show no "± 0".)
 std::string mean_pm(const MeanInterval& m, const char* fmt) {
   std::string out = format_number(fmt, m.mean);
-  if (m.has_interval() && m.half_width > 0) out += " &plusmn; " + format_number(fmt, m.half_width);
+  if (shows_interval(m)) out += " &plusmn; " + format_number(fmt, m.half_width);
   return out;
 }
 
 std::string seconds_pm(const MeanInterval& m) {
   std::string out = seconds(m.mean);
-  if (m.has_interval() && m.half_width > 0) out += " &plusmn; " + seconds(m.half_width);
+  if (shows_interval(m)) out += " &plusmn; " + seconds(m.half_width);
   return out;
 }
 

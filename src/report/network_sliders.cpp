@@ -87,7 +87,9 @@ const char* kNetworkScript = R"js(
     return s.toFixed(1) + ' s';
   }
   function secondsPm(m) {
-    return seconds(m.mean) + (Number.isFinite(m.half) && m.half > 0 ? ' \u00b1 ' + seconds(m.half) : '');
+    // As html.cpp's shows_interval: no "± 0", nor rounding noise.
+    const shows = Number.isFinite(m.half) && m.half > 1e-9 * Math.abs(m.mean);
+    return seconds(m.mean) + (shows ? ' \u00b1 ' + seconds(m.half) : '');
   }
   function timeToLoss(run, times) {
     // A NaN loss is null in JSON, and null <= target would hold: it never reaches the target.
