@@ -143,6 +143,15 @@ TEST(NetworkSliders, ABrokenTraceIsSaidOnThePageAndTheReportStands) {
   EXPECT_NE(html.find("<table id=\"summary\">"), std::string::npos);
 }
 
+TEST(NetworkSliders, RunsTooLongForTheBudgetGetANoteInsteadOfTheGrid) {
+  ReportOptions o;
+  o.network_sliders = true;
+  o.network_sliders_budget = 100;  // the two 8-step, 2-worker runs need 2 x 16 x 55
+  const std::string html = html_report({load_run(traced().ddp), load_run(traced().diloco)}, o);
+  EXPECT_NE(html.find("the runs are long: the grid would replay 1.76e+03 worker-steps (budget 100)"), std::string::npos);
+  EXPECT_TRUE(network_data(html).is_null());
+}
+
 TEST(NetworkSliders, StartAtTheGridPointNearestTheRunsNetwork) {
   NetworkGrid grid;
   grid.bandwidths = default_grid_bandwidths();

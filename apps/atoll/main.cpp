@@ -462,6 +462,10 @@ int main(int argc, char** argv) {
   bool report_no_sliders = false;
   report->add_flag("--no-network-sliders", report_no_sliders,
                    "leave out the what-if network sliders (they retime every run 55 times)");
+  report->add_option("--network-sliders-budget", report_opts.network_sliders_budget,
+                     "build the sliders only up to this many replayed worker-steps (steps x workers x 55, summed "
+                     "over runs; about 20 us each); 0 = always")
+      ->capture_default_str();
 
 
   std::vector<std::string> result_presets;

@@ -97,6 +97,10 @@ struct ReportOptions {
   // and tests stay fast (atoll report and atoll sweep turn it on). Runs
   // without timing traces get no sliders.
   bool network_sliders = false;
+  // Long runs make the grid slow (a replay costs about 20 us per worker and
+  // step here): above this many replayed worker-steps (sum over runs of
+  // steps x workers x 55) the panel says so instead of building; 0 = no limit.
+  double network_sliders_budget = 2e7;
 };
 
 // One self-contained HTML page (Chart.js inlined, no network needed): eval

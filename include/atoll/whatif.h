@@ -78,6 +78,9 @@ struct NetworkGrid {
   };
   std::vector<Run> runs;
 };
+// Whether every run folder has timing traces (run folders from before
+// retime existed have none).
+bool has_timing_traces(const std::vector<std::string>& run_dirs);
 // Empty (no runs) when any run lacks timing traces.
 NetworkGrid network_grid(const std::vector<std::string>& run_dirs, const std::vector<double>& bandwidths,
                          const std::vector<double>& latencies);

@@ -228,14 +228,19 @@ std::string whatif_markdown(const WhatifResult& r) {
   return md;
 }
 
+bool has_timing_traces(const std::vector<std::string>& run_dirs) {
+  for (const auto& d : run_dirs)
+    if (!std::filesystem::exists(timing_trace_path(d, 0))) return false;
+  return true;
+}
+
 std::vector<double> default_grid_bandwidths() { return log_grid(125e3, 12.5e9, 2); }
 std::vector<double> default_grid_latencies() { return {0.0, 1e-3, 10e-3, 30e-3, 100e-3}; }
 
 NetworkGrid network_grid(const std::vector<std::string>& run_dirs, const std::vector<double>& bandwidths,
                          const std::vector<double>& latencies) {
   NetworkGrid grid;
-  for (const auto& d : run_dirs)
-    if (!std::filesystem::exists(timing_trace_path(d, 0))) return grid;
+  if (!has_timing_traces(run_dirs)) return grid;
   grid.bandwidths = bandwidths;
   grid.latencies = latencies;
   for (const auto& d : run_dirs) {

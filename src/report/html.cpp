@@ -324,6 +324,16 @@ pre { background: #f8f8f8; padding: 10px; font-size: 12px; max-height: 300px; ov
 NetworkSliders network_sliders(const std::vector<RunData>& runs, const std::vector<RunGroup>& groups,
                                const RunGroup& base, double target, const ReportOptions& options) {
   if (!options.network_sliders) return {};
+  std::vector<std::string> dirs;
+  for (const auto& r : runs) dirs.push_back(r.dir);
+  if (!has_timing_traces(dirs)) return {};  // older run folders: the plain report
+  double work = 0;
+  for (const auto& r : runs) work += double(r.steps) * double(r.workers);
+  work *= double(default_grid_bandwidths().size() * default_grid_latencies().size());
+  if (options.network_sliders_budget > 0 && work > options.network_sliders_budget)
+    return NetworkSliders::unavailable("the runs are long: the grid would replay " + format_number("%.3g", work) +
+                                       " worker-steps (budget " + format_number("%.3g", options.network_sliders_budget) +
+                                       "); atoll report --network-sliders-budget=0 builds it anyway");
   NetworkGrid grid;
   try {
     grid = report_network_grid(runs);
