@@ -190,6 +190,7 @@ void projection_scales(const Projection& p, const std::vector<nlohmann::json>& e
 
 bool retimable_key(const std::string& key) { return retimable_keys().count(key) > 0; }
 
+namespace {
 // The overrides without leading dashes; throws for a key retime cannot change.
 std::vector<std::string> retimable_overrides(const std::vector<std::string>& overrides) {
   std::vector<std::string> items;
@@ -206,6 +207,7 @@ std::vector<std::string> retimable_overrides(const std::vector<std::string>& ove
   }
   return items;
 }
+}  // namespace
 
 struct RunRetimer::Loaded {
   std::string dir;
