@@ -36,17 +36,21 @@ RunData as_run_data(const RetimedRun& r, const std::string& dir) {
 // Every run loaded once; each network point retimes all of them (or a subset).
 class Retimers {
  public:
-  explicit Retimers(const std::vector<std::string>& dirs) {
-    for (const auto& d : dirs) retimers_.emplace_back(d);
+  explicit Retimers(const std::vector<std::string>& dirs) : dirs_(dirs) {
+    for (const auto& d : dirs) retimers_.emplace(d, RunRetimer(d));
   }
-  std::vector<RunData> at(double bandwidth, double latency, const Projection& p) const {
+  // `dirs` (all of them when empty), in that order.
+  std::vector<RunData> at(double bandwidth, double latency, const Projection& p,
+                          const std::vector<std::string>& dirs = {}) const {
     std::vector<RunData> runs;
-    for (const auto& r : retimers_) runs.push_back(as_run_data(r.retime(network_overrides(bandwidth, latency), p), r.dir()));
+    for (const auto& d : dirs.empty() ? dirs_ : dirs)
+      runs.push_back(as_run_data(retimers_.at(d).retime(network_overrides(bandwidth, latency), p), d));
     return runs;
   }
 
  private:
-  std::vector<RunRetimer> retimers_;
+  std::vector<std::string> dirs_;
+  std::map<std::string, RunRetimer> retimers_;
 };
 
 // A setting's mean time to target over its seeds (NaN unless every seed
@@ -124,9 +128,8 @@ WhatifResult run_whatif(const std::vector<std::string>& run_dirs, const WhatifOp
     const WhatifSetting& b = result.settings[base_index];
     std::vector<std::string> pair_dirs = s.runs;
     pair_dirs.insert(pair_dirs.end(), b.runs.begin(), b.runs.end());
-    const Retimers pair(pair_dirs);
     auto difference = [&](double bw) {
-      const std::vector<RunData> runs = pair.at(bw, o.latency, o.projection);
+      const std::vector<RunData> runs = retimers.at(bw, o.latency, o.projection, pair_dirs);
       const std::vector<RunGroup> gs = group_by_seed(runs);
       if (gs.size() != 2) throw std::logic_error("whatif: a setting and the baseline did not form two groups");
       return setting_times(gs[0], result.target_loss).first - setting_times(gs[1], result.target_loss).first;

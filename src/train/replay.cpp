@@ -5,7 +5,6 @@
 #include <ATen/ops/zeros.h>
 
 #include <cmath>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -84,12 +83,9 @@ class WorkerReplay {
     if (c.channel == 1 && island_ == nullptr) fail("uses an island's group, but the run has no islands");
     Communicator& comm = c.channel == 1 ? *island_ : comm_;
     const double wire = c.bytes * scale_.bytes;
-    // all_reduce's stand-in: one element per device, so every device of a
-    // sharded exchange has a slice (the wire size is given separately).
-    at::Tensor small = at::zeros({std::max<int64_t>(1, devices_)}, at::kFloat);
     switch (c.op) {
-      case TracedOp::AllReduce: comm.all_reduce(small, ReduceOp::Sum, c.tag, wire); break;
-      case TracedOp::AllReduceAsync: works_.push_back(comm.all_reduce_async(small, ReduceOp::Sum, c.tag, wire)); break;
+      case TracedOp::AllReduce: comm.all_reduce(small_, ReduceOp::Sum, c.tag, wire); break;
+      case TracedOp::AllReduceAsync: works_.push_back(comm.all_reduce_async(small_, ReduceOp::Sum, c.tag, wire)); break;
       case TracedOp::AllReduceOverlapped: {
         // The buckets' shares of the tensor set when each is ready: the
         // stand-in has the recorded element count (kept from step to step).
@@ -118,13 +114,10 @@ class WorkerReplay {
       }
       case TracedOp::ExchangeWith:
       case TracedOp::ExchangeWithAsync: {
-        received_.emplace_back();
-        if (received_.size() > 64) received_.pop_front();
-        const at::Tensor send = at::zeros({1}, at::kByte);
         if (c.op == TracedOp::ExchangeWith) {
-          comm.exchange_with(send, received_.back(), c.list, c.tag, wire);
+          comm.exchange_with(one_byte_, received_, c.list, c.tag, wire);
         } else {
-          works_.push_back(comm.exchange_with_async(send, received_.back(), c.list, c.tag, wire));
+          works_.push_back(comm.exchange_with_async(one_byte_, received_, c.list, c.tag, wire));
         }
         break;
       }
@@ -145,7 +138,13 @@ class WorkerReplay {
   VirtualClock clock_;
   std::vector<Work> works_;
   std::map<int64_t, at::Tensor> overlapped_;
-  std::deque<std::vector<at::Tensor>> received_;  // exchange_with's outputs stay alive until waited on
+  // Stand-ins made once: all_reduce's has one element per device, so every
+  // device of a sharded exchange has a slice (the wire size is given
+  // separately); exchange_with sends one byte with the recorded wire size.
+  // The in-process group delivers at once, so one output list serves every call.
+  at::Tensor small_ = at::zeros({std::max<int64_t>(1, devices_)}, at::kFloat);
+  at::Tensor one_byte_ = at::zeros({1}, at::kByte);
+  std::vector<at::Tensor> received_;
 };
 
 }  // namespace
