@@ -39,15 +39,16 @@ struct RunConfig {
 };
 
 struct DataConfig {
-  std::string dataset = "brown";  // brown | text | bin | mnist; the tokenizer is chosen by `atoll prepare`
+  std::string dataset = "brown";  // brown | text | bin | mnist | npy; the tokenizer is chosen by `atoll prepare`;
+                                  // npy: data.dir holds {train,val}_{inputs,targets}.npy (docs/PYTORCH.md)
   std::string dir = "";           // prepared data folder; "" = <data_root>/<dataset>
   std::string data_root = "data";
-  int64_t vocab_size = 0;         // bin data sets only: vocabulary size of train.bin/val.bin
+  int64_t vocab_size = 0;         // bin data sets, and npy data for model.kind = gpt: vocabulary size
   std::string shard = "iid";      // iid | noniid: how workers split the training data
 };
 
 struct ModelConfig {
-  std::string kind = "gpt";       // gpt | mlp | cnn
+  std::string kind = "gpt";       // gpt | mlp | cnn | torchscript
   int64_t n_layer = 4;
   int64_t n_head = 4;
   int64_t n_embd = 256;
@@ -55,6 +56,16 @@ struct ModelConfig {
   double dropout = 0.0;
   bool bias = false;              // biases in Linear and LayerNorm (nanoGPT's `bias`)
   int64_t mlp_hidden = 256;       // mlp only: hidden width
+  // torchscript: a module saved with torch.jit.script(m).save(path)
+  // (docs/PYTORCH.md has the contract).
+  std::string path = "";          // the TorchScript file
+  std::string loss = "auto";      // auto | cross_entropy | mse: how forward(inputs)'s output is scored;
+                                  // auto = the module's own loss if forward takes (inputs, targets),
+                                  // else cross_entropy
+  double flops_per_sample = 0;    // training FLOPs (forward + backward) of one example; needed by
+                                  // network.compute_time = flops (0 = unknown)
+  bool reinit = false;            // redraw the saved weights from run.seed (matrices: PyTorch's
+                                  // uniform +-1/sqrt(fan_in)); false: the saved weights are the start
 };
 
 struct OptimConfig {
@@ -196,6 +207,12 @@ struct DemoConfig {
 struct StreamingConfig {
   int64_t fragment_blocks = 3;    // transformer blocks per fragment (paper: 3)
   std::string pattern = "strided";// strided (block l in fragment l mod F) | sequential
+  // Which parameters belong to transformer block l: a regular expression
+  // over parameter names whose first group is l. The default matches the
+  // built-in GPT ("h3.") and the usual PyTorch names ("transformer.h.3.",
+  // "blocks.3.", "layers.3."). Names it does not match go with the blocks
+  // next to them (embeddings with the first fragment, the head with the last).
+  std::string block_pattern = R"((?:^|\.)(?:h|blocks|layers)\.?(\d+)\.)";
   int64_t overlap = 1;            // tau: inner steps a fragment's all-reduce overlaps (0 = blocking)
   double alpha = 0.5;             // alpha: merge theta_i <- (1 - alpha) theta_g + alpha theta_i
   std::string codec = "fp4";      // outer-gradient payload codec (paper: FP4)

@@ -91,13 +91,16 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "stop after this step as on SIGTERM: checkpoint and exit, to resume later (0 = run to the end)"),
 
       field("data.dataset", c.data.dataset,
-            "brown | text | bin | mnist (text: a folder made by `atoll prepare`, tokenizer chosen there)"),
+            "brown | text | bin | mnist | npy (text: a folder made by `atoll prepare`, tokenizer chosen there; "
+            "npy: data.dir holds train_inputs.npy, train_targets.npy, val_inputs.npy, val_targets.npy)"),
       field("data.dir", c.data.dir, "prepared data folder (\"\" = <data.data_root>/<data.dataset>)"),
       field("data.data_root", c.data.data_root, "where scripts/setup prepares the shipped data"),
-      field("data.vocab_size", c.data.vocab_size, "bin data sets without meta.json: vocabulary size"),
+      field("data.vocab_size", c.data.vocab_size,
+            "vocabulary size: bin data sets without meta.json, and npy data for model.kind = gpt"),
       field("data.shard", c.data.shard, "iid | noniid: how workers split the training data"),
 
-      field("model.kind", c.model.kind, "gpt | mlp | cnn (mlp and cnn need data.dataset = mnist)"),
+      field("model.kind", c.model.kind,
+            "gpt | mlp | cnn | torchscript (mlp and cnn need image data: mnist or npy; torchscript: model.path)"),
       field("model.n_layer", c.model.n_layer, "GPT transformer blocks"),
       field("model.n_head", c.model.n_head, "GPT attention heads (must divide n_embd)"),
       field("model.n_embd", c.model.n_embd, "GPT embedding width C"),
@@ -105,6 +108,15 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("model.dropout", c.model.dropout, "dropout probability in [0, 1)"),
       field("model.bias", c.model.bias, "biases in Linear and LayerNorm layers"),
       field("model.mlp_hidden", c.model.mlp_hidden, "MLP hidden width (model.kind = mlp)"),
+      field("model.path", c.model.path,
+            "torchscript: the module file, saved with torch.jit.script(m).save(path) (docs/PYTORCH.md)"),
+      field("model.loss", c.model.loss,
+            "torchscript: auto | cross_entropy | mse: how forward(inputs)'s output is scored (auto: the "
+            "module's own loss if forward takes (inputs, targets), else cross_entropy)"),
+      field("model.flops_per_sample", c.model.flops_per_sample,
+            "torchscript: training FLOPs (forward + backward) of one example, for network.compute_time = flops"),
+      field("model.reinit", c.model.reinit,
+            "torchscript: redraw the saved weights from run.seed (matrices uniform +-1/sqrt(fan_in), vectors kept)"),
 
       field("optim.name", c.optim.name, "adamw | sgd: inner optimizer"),
       field("optim.lr", c.optim.lr, "inner AdamW peak learning rate lr_in"),
@@ -190,6 +202,8 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
 
       field("streaming.fragment_blocks", c.streaming.fragment_blocks, "transformer blocks per fragment (paper 3)"),
       field("streaming.pattern", c.streaming.pattern, "strided | sequential: which blocks form a fragment"),
+      field("streaming.block_pattern", c.streaming.block_pattern,
+            "regular expression over parameter names whose first group is the transformer block index"),
       field("streaming.overlap", c.streaming.overlap, "tau: inner steps a fragment's sync overlaps (paper 1)"),
       field("streaming.alpha", c.streaming.alpha, "alpha: merge weight of the local values (paper 0.5)"),
       field("streaming.codec", c.streaming.codec, "outer-gradient codec (paper fp4): " + codec_choices()),

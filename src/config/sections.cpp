@@ -14,6 +14,10 @@
 
 namespace atl {
 
+namespace {
+void validate_torchscript_model(const Config& c, Problems& p);
+}  // namespace
+
 // validate() (validate.cpp).
 
 void validate_training(const Config& c, std::vector<std::string>& e) {
@@ -29,17 +33,26 @@ void validate_training(const Config& c, std::vector<std::string>& e) {
   p.enum_check("run.resume", c.run.resume, {"false", "true", "auto"});
   p.need(!(c.run.resume == "true" && c.run.overwrite), "run.resume and run.overwrite exclude each other: resume continues "
                                           "the run folder, overwrite replaces it");
-  p.enum_check("data.dataset", c.data.dataset, {"brown", "text", "bin", "mnist"});
+  p.enum_check("data.dataset", c.data.dataset, {"brown", "text", "bin", "mnist", "npy"});
   p.enum_check("data.shard", c.data.shard, {"iid", "noniid"});
   p.need(c.data.vocab_size >= 0 && c.data.vocab_size <= 65536,
        "data.vocab_size must be in [0, 65536] (uint16 token files)");
   p.need(c.data.dataset != "text" || !c.data.dir.empty(),
        "data.dataset = 'text' needs data.dir: a folder made by `atoll prepare text FILE OUT` (or `atoll prepare brown ... --tokenizer byte`)");
-  p.enum_check("model.kind", c.model.kind, {"gpt", "mlp", "cnn"});
-  bool image_model = c.model.kind == "mlp" || c.model.kind == "cnn";
-  p.need(image_model == (c.data.dataset == "mnist"),
-       "model.kind = '" + c.model.kind + "' does not fit data.dataset = '" + c.data.dataset +
-           "': gpt trains on text, mlp and cnn on mnist");
+  p.need(c.data.dataset != "npy" || !c.data.dir.empty(),
+       "data.dataset = 'npy' needs data.dir: a folder holding train_inputs.npy, train_targets.npy, val_inputs.npy "
+       "and val_targets.npy");
+  p.enum_check("model.kind", c.model.kind, {"gpt", "mlp", "cnn", "torchscript"});
+  const bool image_model = c.model.kind == "mlp" || c.model.kind == "cnn";
+  const bool npy = c.data.dataset == "npy";
+  if (c.model.kind != "torchscript") {  // a TorchScript model takes whatever the data are
+    p.need(npy || image_model == (c.data.dataset == "mnist"),
+           "model.kind = '" + c.model.kind + "' does not fit data.dataset = '" + c.data.dataset +
+               "': gpt trains on text, mlp and cnn on mnist (npy data suit any model whose inputs they match)");
+  }
+  p.need(!(npy && c.model.kind == "gpt" && c.data.vocab_size < 1),
+         "data.dataset = 'npy' with model.kind = 'gpt' needs data.vocab_size: the number of token ids");
+  validate_torchscript_model(c, p);
   p.need(c.model.n_layer >= 1, "model.n_layer must be >= 1");
   p.need(c.model.n_head >= 1, "model.n_head must be >= 1");
   p.need(c.model.n_embd >= 1 && c.model.n_head >= 1 && c.model.n_embd % c.model.n_head == 0,
@@ -64,6 +77,24 @@ void validate_training(const Config& c, std::vector<std::string>& e) {
   p.need(c.train.eval_batch_size >= 1, "train.eval_batch_size must be >= 1");
   p.need(c.train.log_every >= 1, "train.log_every must be >= 1");
 }
+
+namespace {
+void validate_torchscript_model(const Config& c, Problems& p) {
+  const bool ts = c.model.kind == "torchscript";
+  p.need(!ts || !c.model.path.empty(),
+         "model.kind = 'torchscript' needs model.path: a file saved with torch.jit.script(module).save(path)");
+  p.need(ts || c.model.path.empty(), "model.path is for model.kind = 'torchscript' (model.kind is '" + c.model.kind + "')");
+  p.enum_check("model.loss", c.model.loss, {"auto", "cross_entropy", "mse"});
+  p.need(ts || c.model.loss == "auto", "model.loss is for model.kind = 'torchscript'; built-in models use cross-entropy");
+  p.need(c.model.flops_per_sample >= 0 && std::isfinite(c.model.flops_per_sample),
+         "model.flops_per_sample must be >= 0 (0 = unknown)");
+  p.need(!ts || c.network.compute_time != "flops" || c.model.flops_per_sample > 0,
+         "model.kind = 'torchscript' with network.compute_time = 'flops' needs model.flops_per_sample: the training "
+         "FLOPs (forward + backward) of one example, about 6 x parameters x tokens per example; or set "
+         "network.compute_time = 'measured' to time the steps instead");
+  p.need(ts || !c.model.reinit, "model.reinit is for model.kind = 'torchscript' (built-in models are always drawn from run.seed)");
+}
+}  // namespace
 
 void validate_faults(const Config& c, int64_t warmup, std::vector<std::string>& e) {
   Problems p(e);

@@ -9,15 +9,21 @@
 namespace atl {
 
 std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int64_t tensors,
-                                      int64_t fragment_blocks, const std::string& pattern, int64_t* fragments) {
-  // Block of each tensor: l for "h<l>.", -1 before the first block, n after the last.
+                                      int64_t fragment_blocks, const std::string& pattern,
+                                      const std::string& block_pattern, int64_t* fragments) {
+  // Block of each tensor: the pattern's first group, -1 before the first
+  // block, n after the last.
   std::vector<int64_t> block(size_t(tensors), -2);
-  static const std::regex block_name(R"(^h(\d+)\.)");
+  const std::regex block_name(block_pattern);
   int64_t blocks = 0;
   for (size_t k = 0; k < names.size() && k < size_t(tensors); ++k) {
     std::smatch m;
     if (std::regex_search(names[k], m, block_name)) {
-      block[k] = std::stoll(m[1]);
+      const std::string index = m.size() > 1 && m[1].matched ? m[1].str() : "";
+      if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument("streaming.block_pattern matched parameter '" + names[k] +
+                                    "' but its first group is '" + index + "', not a block number");
+      block[k] = std::stoll(index);
       blocks = std::max(blocks, block[k] + 1);
     }
   }
@@ -47,7 +53,8 @@ StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<
     : params_(params), comm_(comm), inner_(cfg.optim, params), outer_(cfg.diloco), cfg_(cfg.streaming) {
   at::NoGradGuard no_grad;
   int64_t count = 0;
-  const auto which = assign_fragments(names, int64_t(params_.size()), cfg_.fragment_blocks, cfg_.pattern, &count);
+  const auto which = assign_fragments(names, int64_t(params_.size()), cfg_.fragment_blocks, cfg_.pattern,
+                                       cfg_.block_pattern, &count);
   const int64_t h = outer_.inner_steps;
   if (h % count != 0 || cfg_.overlap >= h / count)
     throw std::invalid_argument("streaming: " + std::to_string(count) + " fragments need diloco.inner_steps (H = " +

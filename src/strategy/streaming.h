@@ -35,11 +35,14 @@ namespace atl {
 void validate_streaming(const Config& cfg, std::vector<std::string>& errors);
 
 // Fragment of each parameter. `names` are the model's parameter names
-// ("h3.attn.weight"); parameters outside "h<l>." blocks before the first
-// block belong to the first fragment, after the last to the last. Without
-// block names (MLPs, tests) every tensor counts as one block.
+// ("h3.attn.weight", "transformer.h.3.attn.c_attn.weight"); `block_pattern`
+// (streaming.block_pattern) finds the block number in a name. Parameters
+// outside any block before the first block belong to the first fragment,
+// after the last to the last. Without block names (MLPs, tests) every
+// tensor counts as one block.
 std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int64_t tensors,
-                                      int64_t fragment_blocks, const std::string& pattern, int64_t* fragments);
+                                      int64_t fragment_blocks, const std::string& pattern,
+                                      const std::string& block_pattern, int64_t* fragments);
 
 class StreamingDiLoCoStrategy : public Strategy {
  public:

@@ -1,6 +1,7 @@
 // Streaming DiLoCo's config rules, apart from the strategy's code so
 // that validate() and the fuzz build (fuzz/CMakeLists.txt) link them without it.
 #include <algorithm>
+#include <regex>
 
 #include "config/checks.h"
 #include "strategy/streaming.h"
@@ -11,6 +12,12 @@ void validate_streaming(const Config& c, std::vector<std::string>& errors) {
   Problems p(errors);
   p.need(c.streaming.fragment_blocks >= 1, "streaming.fragment_blocks must be >= 1");
   p.enum_check("streaming.pattern", c.streaming.pattern, {"strided", "sequential"});
+  try {
+    const std::regex re(c.streaming.block_pattern);
+    p.need(re.mark_count() >= 1, "streaming.block_pattern needs a group for the block index, e.g. blocks\\.(\\d+)\\.");
+  } catch (const std::regex_error& ex) {
+    p.need(false, "streaming.block_pattern is not a valid regular expression (ECMAScript): " + std::string(ex.what()));
+  }
   p.need(c.streaming.overlap >= 0, "streaming.overlap (tau) must be >= 0");
   p.need(c.streaming.alpha >= 0 && c.streaming.alpha <= 1, "streaming.alpha must be in [0, 1]");
   if (c.strategy.name == "streaming" && c.model.kind == "gpt" && c.streaming.fragment_blocks >= 1 &&
