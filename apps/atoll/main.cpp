@@ -22,6 +22,7 @@
 #include "atoll/report.h"
 #include "atoll/whatif.h"
 #include "atoll/train.h"
+#include "model_commands.h"
 #include "network_commands.h"
 
 namespace {
@@ -479,10 +480,11 @@ int main(int argc, char** argv) {
   results->add_option("--seeds", results_seeds, "the seeds the sweeps were run with (default: each preset's)");
 
   NetworkCommands network_commands(app);
+  ModelCommands model_commands(app);
 
   try {
     app.parse(argc, argv);
-    if (network_commands.run()) return 0;
+    if (network_commands.run() || model_commands.run()) return 0;
     if (sweep->parsed())
       return cmd_sweep(sweep->remaining(), sweep_quick, sweep_no_report, sweep_no_sliders, sweep_seeds, sweep_opts);
     if (report->parsed()) {

@@ -1,4 +1,5 @@
-// Models: a nanoGPT-style GPT, an MLP and a small CNN for MNIST.
+// Models: a nanoGPT-style GPT, an MLP and a small CNN for MNIST, and a
+// user's TorchScript module (src/model/torchscript.h).
 //
 // A Model returns the mean cross-entropy loss for a batch; it knows nothing
 // about workers or communication.
@@ -9,6 +10,9 @@
 #include <torch/nn/module.h>
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "atoll/config.h"
 
@@ -30,6 +34,13 @@ class Model : public torch::nn::Module {
   // Tokens (or images) in one example: block_size for GPT, 1 for MNIST.
   virtual int64_t tokens_per_example() const = 0;
   int64_t num_params() const;
+  // Language models (the built-in GPT): logits (B, T, V) of the token after
+  // each position of x (B, T), for `atoll sample`. Others throw.
+  virtual at::Tensor next_token_logits(const at::Tensor& x);
+  // Parameters the model holds under more than one name (a TorchScript
+  // module's head tied to its embedding): (alias, name in
+  // named_parameters()). parameters() lists each tensor once.
+  virtual std::vector<std::pair<std::string, std::string>> parameter_aliases() const { return {}; }
 };
 
 // GPT: token + position embeddings, n_layer pre-LayerNorm blocks (causal
@@ -39,7 +50,12 @@ class Model : public torch::nn::Module {
 // Parameter count: V*C + T*C + L*(12*C*C + (bias ? 13*C : 2*C)) + (bias ? 2*C : C).
 int64_t gpt_param_count(const ModelConfig& cfg, int64_t vocab_size);
 
-// Builds the model named by cfg.kind; the RNG seed decides initialisation.
-std::shared_ptr<Model> make_model(const ModelConfig& cfg, int64_t vocab_size, uint64_t seed);
+// Builds the model named by cfg.kind; the RNG seed decides initialisation
+// (a TorchScript model starts from its saved weights unless cfg.reinit).
+// `tokens_per_example`: target elements per example of the data
+// (DataSource::tokens_per_example()); only a TorchScript model, which
+// cannot know it, uses it.
+std::shared_ptr<Model> make_model(const ModelConfig& cfg, int64_t vocab_size, uint64_t seed,
+                                  int64_t tokens_per_example = 1);
 
 }  // namespace atl

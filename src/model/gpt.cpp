@@ -118,6 +118,7 @@ class GPT : public Model {
            12.0 * double(cfg_.n_layer) * double(cfg_.block_size) * double(cfg_.n_embd);
   }
   int64_t tokens_per_example() const override { return cfg_.block_size; }
+  at::Tensor next_token_logits(const at::Tensor& x) override { return logits(x); }
 
   at::Tensor wte, wpe;
   std::vector<Block> blocks;

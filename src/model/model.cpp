@@ -4,6 +4,7 @@
 
 #include "atoll/model.h"
 #include "model/init.h"
+#include "model/torchscript.h"
 
 namespace atl {
 
@@ -13,14 +14,20 @@ int64_t Model::num_params() const {
   return n;
 }
 
-std::shared_ptr<Model> make_model(const ModelConfig& cfg, int64_t vocab_size, uint64_t seed) {
+at::Tensor Model::next_token_logits(const at::Tensor&) {
+  throw std::invalid_argument("this model does not predict tokens: only model.kind = gpt can generate text");
+}
+
+std::shared_ptr<Model> make_model(const ModelConfig& cfg, int64_t vocab_size, uint64_t seed,
+                                  int64_t tokens_per_example) {
   if (cfg.kind == "gpt") {
     if (vocab_size < 1) throw std::invalid_argument("GPT needs a vocabulary size >= 1");
     return make_gpt(cfg, vocab_size, seed);
   }
   if (cfg.kind == "mlp") return make_mlp(cfg, seed);
   if (cfg.kind == "cnn") return make_cnn(cfg, seed);
-  throw std::invalid_argument("model.kind = '" + cfg.kind + "': allowed values are gpt | mlp | cnn");
+  if (cfg.kind == "torchscript") return make_torchscript_model(cfg, tokens_per_example, seed);
+  throw std::invalid_argument("model.kind = '" + cfg.kind + "': allowed values are gpt | mlp | cnn | torchscript");
 }
 
 }  // namespace atl

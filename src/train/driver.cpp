@@ -12,6 +12,7 @@
 #include "atoll/model.h"
 #include "atoll/net.h"
 #include "atoll/strategy.h"
+#include "model/export.h"
 #include "net/devices.h"
 #include "strategy/baselines.h"
 #include "train/checkpoint.h"
@@ -24,6 +25,7 @@
 #include "train/worker_networks.h"
 #include "train/worker_slot.h"
 #include "train/timing_files.h"
+#include "util/format.h"
 #include "util/rng.h"
 #include "util/wall_time.h"
 
@@ -59,7 +61,7 @@ class Driver {
     for (int64_t r : cluster.local_ranks()) {
       WorkerSlot slot;
       slot.rank = r;
-      slot.model = make_model(cfg.model, data_.vocab_size(), init_seed);
+      slot.model = make_model(cfg.model, data_.vocab_size(), init_seed, data_.tokens_per_example());
       slot.params = slot.model->parameters();
       slot.comm = &cluster.comm(r);
       slot.island_comm = cluster.island_comm(r);
@@ -91,8 +93,10 @@ class Driver {
       for (auto& t : threads) t.join();
     }
     if (first_error_) std::rethrow_exception(first_error_);
-    if (stopped_at_ < 0 && !plan_.run_dir.empty())
+    if (stopped_at_ < 0 && !plan_.run_dir.empty()) {
       for (const auto& slot : slots_) write_timing_trace(plan_.run_dir, slot.rank, slot.trace);
+      if (cluster_.is_leader()) write_final_model();
+    }
     RunSummary summary = observer_.summary();
     summary.stopped_at = stopped_at_;
     summary.stopped_by_signal = stopped_at_ >= 0 && stop_requested();
@@ -106,6 +110,17 @@ class Driver {
   static double flops_per_step(const Config& cfg, Model& model) {
     const double tokens = double(cfg.train.batch_size * model.tokens_per_example());
     return model.flops_per_token() * tokens;
+  }
+
+  // <run>/model.safetensors: what the final evaluation judged, for
+  // `atoll export` and `atoll sample` (model/export.h has the names).
+  void write_final_model() {
+    write_safetensors((plan_.run_dir / kRunModelFile).string(), observer_.final_weights(),
+                      {{"format", "pt"},
+                       {"atoll.model.kind", cfg_.model.kind},
+                       {"atoll.eval_model", observer_.final_eval_model()},
+                       {"atoll.steps", std::to_string(cfg_.train.steps)},
+                       {"atoll.final_val_loss", format_number("%.17g", observer_.summary().final_val_loss)}});
   }
 
   void guarded_worker(WorkerSlot& slot) {

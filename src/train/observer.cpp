@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "model/export.h"
 #include "net/devices.h"
 #include "train/correlation.h"
 #include "util/format.h"
@@ -51,7 +52,8 @@ Observer::Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, 
       real_(real_run),
       workers_(cfg.strategy.workers),
       islands_(island_layout(cfg).devices > 1),
-      eval_model_(make_model(cfg.model, data.vocab_size(), static_cast<uint64_t>(cfg.run.seed))) {
+      eval_model_(make_model(cfg.model, data.vocab_size(), static_cast<uint64_t>(cfg.run.seed),
+                             data.tokens_per_example())) {
   params_ = eval_model_->num_params();
   for (const auto& p : eval_model_->parameters()) initial_params_.push_back(p.detach().clone());
   flops_per_token_ = eval_model_->flops_per_token();
@@ -173,6 +175,10 @@ void Observer::observe(const Observation& o) {
     e["event"] = "eval";
     e["eval_model"] = which;
     const EvalResult r = evaluate(which, o, full);
+    if (last) {  // before the worker-0 evaluation below replaces the weights
+      final_weights_ = exported_tensors(*eval_model_, cfg_.model);
+      final_eval_model_ = which;
+    }
     e["val_loss"] = r.loss;
     e["val_loss_se"] = number_or_null(r.se);
     e["val_ppl"] = std::exp(r.loss);

@@ -22,6 +22,7 @@
 #include "atoll/net.h"
 #include "atoll/state.h"
 #include "atoll/train.h"
+#include "model/safetensors.h"
 #include "train/correlation.h"
 #include "train/data_source.h"
 #include "train/evaluation.h"
@@ -61,6 +62,11 @@ class Observer {
   // The running figures between log lines (the driver's checkpoint part).
   void visit_state(StateVisitor& v);
   const RunSummary& summary() const { return summary_; }
+  // The model the final evaluation judged, under its exported names
+  // (model/export.h), and which one it was (global | average | worker0).
+  // Empty before the last step.
+  const std::vector<NamedTensor>& final_weights() const { return final_weights_; }
+  const std::string& final_eval_model() const { return final_eval_model_; }
 
  private:
   std::string eval_model_kind(bool has_global) const;
@@ -98,6 +104,8 @@ class Observer {
   Agreement last_agreement_;     // at the latest correlation step
   double final_eval_wall_ = 0;   // wall seconds of the final evaluation
   EvalResult final_eval_;        // the final evaluation (val_loss is also last_val_loss_)
+  std::vector<NamedTensor> final_weights_;
+  std::string final_eval_model_;
   int64_t outages_logged_ = 0;  // network outages (in time order) already in the metrics
   RunSummary summary_;
 };

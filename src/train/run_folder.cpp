@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "model/export.h"
 #include "train/checkpoint.h"
 
 namespace atl {
@@ -12,8 +14,36 @@ namespace fs = std::filesystem;
 
 fs::path run_folder(const Config& cfg) { return fs::path(cfg.run.out_dir) / cfg.run.name; }
 
+namespace {
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read '" + path.string() + "'");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A TorchScript run trains the module file as it was when the run started;
+// the run folder keeps that copy (export --format=torchscript re-saves it),
+// and a resume with a changed file would train a different model.
+void check_module_unchanged(const Config& cfg, const fs::path& dir) {
+  if (cfg.model.kind != "torchscript") return;
+  const fs::path kept = dir / kRunModuleFile;
+  if (!fs::is_regular_file(kept))
+    throw std::runtime_error("cannot resume '" + dir.string() + "': it has no " + kRunModuleFile +
+                             " (the module it started with)");
+  if (file_bytes(kept) != file_bytes(cfg.model.path))
+    throw std::runtime_error("cannot resume '" + dir.string() + "': model.path '" + cfg.model.path +
+                             "' differs from the module the run started with (" + kept.string() +
+                             "); resume with --model.path=" + kept.string());
+}
+
+}  // namespace
+
 fs::path create_run_folder(const Config& cfg, bool replace) {
   const fs::path dir = run_folder(cfg);
+  if (cfg.model.kind == "torchscript" && !fs::is_regular_file(cfg.model.path))
+    throw std::runtime_error("model.path '" + cfg.model.path + "' is not a file: save the module with " +
+                             "torch.jit.script(module).save(path)");
   if (fs::exists(dir) && !fs::is_empty(dir)) {
     if (!replace)
       throw std::runtime_error("run folder '" + dir.string() +
@@ -24,6 +54,7 @@ fs::path create_run_folder(const Config& cfg, bool replace) {
   std::ofstream out(dir / "config.toml");
   out << "# resolved configuration of this run\n" << to_toml(cfg);
   if (!out) throw std::runtime_error("cannot write '" + (dir / "config.toml").string() + "'");
+  if (cfg.model.kind == "torchscript") fs::copy_file(cfg.model.path, dir / kRunModuleFile);
   return dir;
 }
 
@@ -81,6 +112,7 @@ int64_t find_resume_step(const Config& cfg, const fs::path& dir, const std::vect
     throw std::runtime_error("cannot resume '" + dir.string() + "': it was started with other settings (" +
                              trajectory_difference(then, now, "when it started") +
                              "); resume with the same config and overrides");
+  check_module_unchanged(cfg, dir);
   const CheckpointStore store(dir);
   std::vector<std::string> skipped;
   const int64_t step = store.latest_complete(parts, &skipped);

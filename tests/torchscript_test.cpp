@@ -1,0 +1,359 @@
+// model.kind = torchscript: a user's module trains as a built-in model does
+// (same trajectory as the built-in MLP with the same weights), resumes
+// bitwise, runs over Gloo as in the simulator, and refuses modules that
+// break the contract with a message saying what to change.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "atoll/config.h"
+#include "atoll/data.h"
+#include "atoll/launch.h"
+#include "atoll/model.h"
+#include "atoll/train.h"
+#include "model/torchscript.h"
+#include "test_util.h"
+#include "tiny_data.h"
+#include "torchscript_modules.h"
+
+namespace atl {
+namespace {
+
+namespace fs = std::filesystem;
+
+// 96 training and 40 validation "images" (float32 (N, 1, 28, 28)) with
+// labels that depend on the pixels, so there is something to learn.
+std::string image_npy_dir(const testing::TempDir& tmp) {
+  const std::string dir = tmp.path("images");
+  fs::create_directories(dir);
+  at::manual_seed(11);
+  for (const auto& [split, n] : {std::pair<std::string, int64_t>{"train", 96}, {"val", 40}}) {
+    const at::Tensor x = at::rand({n, 1, 28, 28});
+    const at::Tensor y = (x.reshape({n, 784}).narrow(1, 0, 392).sum(1) * 7).to(at::kLong).remainder(10);
+    write_npy(dir + "/" + split + "_inputs.npy", x);
+    write_npy(dir + "/" + split + "_targets.npy", y);
+  }
+  return dir;
+}
+
+Config image_config(const std::string& dir, const std::string& strategy, const std::string& out) {
+  Config cfg;
+  cfg.data.dataset = "npy";
+  cfg.data.dir = dir;
+  cfg.model.kind = "mlp";
+  cfg.model.mlp_hidden = 32;
+  cfg.optim.warmup_steps = 2;
+  cfg.train.steps = 20;
+  cfg.train.batch_size = 8;
+  cfg.train.eval_every = 5;
+  cfg.train.eval_batches = 2;
+  cfg.train.log_every = 1;
+  cfg.strategy.name = strategy;
+  cfg.strategy.workers = 2;
+  cfg.diloco.inner_steps = 5;
+  cfg.network.compute_time = "flops";
+  cfg.run.progress = false;
+  cfg.run.out_dir = out;
+  cfg.run.name = strategy;
+  return cfg;
+}
+
+std::vector<double> series(const RunSummary& s, const char* event, const char* key) {
+  std::vector<double> out;
+  for (const auto& e : events_of(s))
+    if (e.at("event") == event && e.contains(key)) out.push_back(e.at(key).get<double>());
+  return out;
+}
+
+TEST(TorchScriptModel, AnMlpWithTheBuiltInWeightsFollowsTheBuiltInMlpFor20Steps) {
+  testing::TempDir tmp;
+  const std::string data = image_npy_dir(tmp);
+  for (const char* strategy : {"ddp", "diloco"}) {
+    Config builtin = image_config(data, strategy, tmp.path("builtin"));
+    // The module starts from the weights the built-in MLP draws from run.seed.
+    auto mlp = make_model(builtin.model, 0, static_cast<uint64_t>(builtin.run.seed));
+    const std::string module = tmp.path("mlp.pt");
+    save_mlp_module(*mlp, module);
+    Config scripted = image_config(data, strategy, tmp.path("scripted"));
+    scripted.model.kind = "torchscript";
+    scripted.model.path = module;
+    scripted.model.flops_per_sample = mlp->flops_per_token();
+    const RunSummary a = train(builtin), b = train(scripted);
+    const auto la = series(a, "train", "loss"), lb = series(b, "train", "loss");
+    ASSERT_EQ(la.size(), 20u) << strategy;
+    ASSERT_EQ(lb.size(), la.size()) << strategy;
+    for (size_t k = 0; k < la.size(); ++k) EXPECT_NEAR(lb[k], la[k], 1e-5) << strategy << " step " << k + 1;
+    const auto va = series(a, "eval", "val_loss"), vb = series(b, "eval", "val_loss");
+    ASSERT_EQ(va.size(), vb.size());
+    for (size_t k = 0; k < va.size(); ++k) EXPECT_NEAR(vb[k], va[k], 1e-5) << strategy << " eval " << k;
+    EXPECT_LT(la.back(), la.front()) << strategy << ": the loss fell";
+    EXPECT_EQ(a.sim_seconds, b.sim_seconds) << strategy << ": the same modelled clock";
+    EXPECT_EQ(a.bytes_sent_per_worker, b.bytes_sent_per_worker) << strategy;
+  }
+}
+
+// A TorchScript language model on the tiny text.
+Config token_config(const testing::TempDir& tmp, const std::string& strategy, const TokenModuleOptions& m = {}) {
+  Config cfg = tiny_config(strategy, 3);
+  TokenModuleOptions o = m;
+  o.vocab = load_token_data(tiny_text_dir()).vocab_size;
+  const std::string path = tmp.path("token_" + std::to_string(o.tied) + std::to_string(o.own_loss) + ".pt");
+  if (!fs::exists(path)) save_token_module(path, o);
+  cfg.model.kind = "torchscript";
+  cfg.model.path = path;
+  cfg.model.flops_per_sample = 6.0 * double(2 * o.vocab * o.dim) * 16;
+  cfg.network.compute_time = "flops";
+  cfg.run.out_dir = tmp.str();
+  return cfg;
+}
+
+TEST(TorchScriptModel, EveryStrategyTrainsAModuleAndItsLossFalls) {
+  testing::TempDir tmp;
+  for (const char* strategy : {"single", "ddp", "localsgd", "diloco", "streaming", "sparta", "sparta_diloco", "noloco",
+                               "palsgd", "demo"}) {
+    Config cfg = token_config(tmp, strategy);
+    cfg.run.name = strategy;
+    cfg.strategy.workers = std::string(strategy) == "single" ? 1 : 3;
+    cfg.optim.lr = 3e-2;
+    cfg.sparta.p = 0.1;
+    cfg.palsgd.inner_steps = 5;
+    cfg.palsgd.ddp_warmup_steps = 2;
+    cfg.noloco.inner_steps = 5;
+    // No block names: each of the 3 tensors is a block, so 3 fragments and H a multiple of 3.
+    cfg.streaming.fragment_blocks = 1;
+    cfg.diloco.inner_steps = std::string(strategy) == "streaming" ? 6 : 5;
+    const RunSummary s = train(cfg);
+    const auto v = series(s, "eval", "val_loss");
+    ASSERT_GE(v.size(), 2u) << strategy;
+    EXPECT_LT(v.back(), v.front()) << strategy;
+  }
+}
+
+TEST(TorchScriptModel, TiedParametersTrainAsOneAndExportUnderBothNames) {
+  testing::TempDir tmp;
+  TokenModuleOptions o;
+  o.tied = true;
+  Config cfg = token_config(tmp, "diloco", o);
+  auto model = make_model(cfg.model, 0, 1, 16);
+  // wte.weight, head.weight (tied) and head.bias: two parameters and an alias.
+  EXPECT_EQ(model->parameters().size(), 2u);
+  ASSERT_EQ(model->parameter_aliases().size(), 1u);
+  EXPECT_EQ(model->parameter_aliases()[0], std::make_pair(std::string("head.weight"), std::string("wte.weight")));
+  // The embedding receives the head's gradient too: one tensor, both uses.
+  // Inputs use tokens 0-3 only, so the rows of the others get gradient
+  // through the head alone.
+  const at::Tensor x = at::randint(0, 4, {2, 16}, at::kLong), y = at::randint(0, 4, {2, 16}, at::kLong);
+  model->loss(x, y).backward();
+  const at::Tensor grad = model->named_parameters()["wte.weight"].grad();
+  ASSERT_TRUE(grad.defined());
+  EXPECT_GT(grad.narrow(0, 4, grad.size(0) - 4).abs().sum().item<double>(), 0);
+  cfg.run.name = "tied";
+  const RunSummary s = train(cfg);
+  EXPECT_TRUE(fs::exists(fs::path(s.run_dir) / "model.safetensors"));
+}
+
+TEST(TorchScriptModel, AModuleThatComputesItsOwnLossIsScoredByIt) {
+  testing::TempDir tmp;
+  for (bool per_example : {true, false}) {
+    TokenModuleOptions own;
+    own.own_loss = true;
+    own.with_example_losses = per_example;
+    TokenModuleOptions plain;
+    Config a = token_config(tmp, "single", own), b = token_config(tmp, "single", plain);
+    if (!per_example) {
+      a.model.path = tmp.path("own_no_examples.pt");
+      own.vocab = load_token_data(tiny_text_dir()).vocab_size;
+      save_token_module(a.model.path, own);
+    }
+    auto ma = make_model(a.model, 0, 1, 16), mb = make_model(b.model, 0, 1, 16);
+    const int64_t v = load_token_data(tiny_text_dir()).vocab_size;
+    const at::Tensor x = at::randint(0, v, {3, 16}, at::kLong), y = at::randint(0, v, {3, 16}, at::kLong);
+    // Same weights (same seed), so the module's loss equals cross-entropy of its logits.
+    EXPECT_NEAR(ma->loss(x, y).item<double>(), mb->loss(x, y).item<double>(), 1e-5);
+    const at::Tensor ea = ma->example_losses(x, y), eb = mb->example_losses(x, y);
+    ASSERT_EQ(ea.sizes(), eb.sizes());
+    EXPECT_TRUE(at::allclose(ea, eb, 1e-5, 1e-5)) << "per_example method: " << per_example;
+  }
+}
+
+// Stopped and resumed, a TorchScript run equals the uninterrupted run bitwise.
+TEST(TorchScriptModel, AStoppedAndResumedRunMatchesTheUninterruptedRunBitwise) {
+  testing::TempDir tmp;
+  Config cfg = token_config(tmp, "diloco");
+  cfg.train.steps = 24;
+  cfg.diloco.inner_steps = 4;
+  cfg.run.name = "whole";
+  const RunSummary whole = train(cfg);
+  cfg.run.name = "resumed";
+  cfg.run.stop_at = 10;
+  cfg.run.checkpoint_every = 4;
+  ASSERT_EQ(train(cfg).stopped_at, 10);
+  cfg.run.stop_at = 0;
+  cfg.run.resume = "true";
+  const RunSummary resumed = train(cfg);
+  EXPECT_EQ(series(whole, "train", "loss"), series(resumed, "train", "loss"));
+  EXPECT_EQ(whole.final_val_loss, resumed.final_val_loss);
+  EXPECT_EQ(read_text(fs::path(whole.run_dir) / "model.safetensors"),
+            read_text(fs::path(resumed.run_dir) / "model.safetensors"));
+}
+
+TEST(TorchScriptModel, AResumeWithAChangedModuleFileIsRefused) {
+  testing::TempDir tmp;
+  Config cfg = token_config(tmp, "diloco");
+  cfg.run.name = "run";
+  cfg.run.stop_at = 10;
+  cfg.run.checkpoint_every = 5;
+  train(cfg);
+  TokenModuleOptions other;
+  other.seed = 99;
+  other.vocab = load_token_data(tiny_text_dir()).vocab_size;
+  save_token_module(cfg.model.path, other);
+  cfg.run.stop_at = 0;
+  cfg.run.resume = "true";
+  try {
+    train(cfg);
+    FAIL() << "resumed with another module";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("differs from the module the run started with"), std::string::npos)
+        << e.what();
+  }
+}
+
+// N = 2 over Gloo reproduces the simulator bitwise, as for built-in models.
+TEST(TorchScriptModel, TwoRanksOverGlooMatchTheSimulatorBitwise) {
+  testing::TempDir tmp;
+  Config cfg = token_config(tmp, "diloco");
+  cfg.strategy.workers = 2;
+  cfg.train.steps = 12;
+  cfg.diloco.inner_steps = 4;
+  cfg.run.name = "sim";
+  const RunSummary sim = train(cfg);
+  LaunchOptions opts;
+  opts.nproc = 2;
+  opts.grace_seconds = 2;
+  opts.argv = {std::string(ATOLL_BINARY_DIR) + "/atoll", "train", "--dist-timeout=60"};
+  const std::string toml = tmp.write("real.toml", to_toml(cfg));
+  opts.argv.push_back(toml);
+  opts.argv.push_back("--run.name=real");
+  std::ostringstream out, err;
+  opts.out = &out;
+  opts.err = &err;
+  const LaunchResult r = launch_local(opts);
+  ASSERT_EQ(r.exit_code, 0) << r.error << "\n" << err.str();
+  std::vector<nlohmann::json> real;
+  std::ifstream in(tmp.path("real") + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) real.push_back(nlohmann::json::parse(line));
+  const auto want = events_of(sim);
+  ASSERT_EQ(real.size(), want.size());
+  int compared = 0;
+  for (size_t k = 0; k < want.size(); ++k)
+    for (const char* key : {"loss", "val_loss", "bytes_sent_per_worker", "params_hash_per_worker"}) {
+      if (!want[k].contains(key)) continue;
+      EXPECT_EQ(real[k][key], want[k][key]) << "event " << k << " " << key;
+      ++compared;
+    }
+  EXPECT_GT(compared, 8);
+  EXPECT_EQ(read_text(tmp.path("real") + "/model.safetensors"), read_text(sim.run_dir + "/model.safetensors"));
+}
+
+// A module that breaks the contract is refused when the model is built,
+// with what to change.
+TEST(TorchScriptModel, ModulesThatBreakTheContractAreRefusedWithWhatToChange) {
+  testing::TempDir tmp;
+  auto module_with = [&](const std::string& name, const std::string& src, at::ScalarType dtype = at::kFloat,
+                         const std::string& param = "w") {
+    torch::jit::Module m("__torch__." + name);
+    m.register_parameter(param, at::ones({4, 4}, dtype), false);
+    m.define(src);
+    const std::string path = tmp.path(name + ".pt");
+    m.save(path);
+    return path;
+  };
+  struct Case {
+    std::string path, loss, expect;
+  };
+  const std::vector<Case> cases = {
+      {tmp.path("missing.pt"), "auto", "is not a file"},
+      {tmp.write("garbage.pt", "not a zip file at all"), "auto", "cannot load it as TorchScript"},
+      {module_with("NoForward", "def other(self, x):\n    return x\n"), "auto", "has no forward method"},
+      {module_with("ThreeArgs", "def forward(self, x, y, z):\n    return x\n"), "auto", "forward takes 3 arguments"},
+      {module_with("OwnLoss", "def forward(self, x, y):\n    return (x * self.w.sum()).mean()\n"), "mse",
+       "computes its own loss"},
+      {module_with("Double", "def forward(self, x):\n    return x\n", at::kDouble), "auto", "float32"},
+  };
+  for (const auto& c : cases) {
+    ModelConfig mc;
+    mc.kind = "torchscript";
+    mc.path = c.path;
+    mc.loss = c.loss;
+    try {
+      make_model(mc, 0, 1);
+      ADD_FAILURE() << c.path << " was accepted";
+    } catch (const TorchScriptError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << e.what();
+    }
+  }
+  // BatchNorm's running statistics are state no strategy would synchronise.
+  torch::jit::Module bn("__torch__.Bn");
+  bn.register_parameter("weight", at::ones({4}), false);
+  bn.register_buffer("running_mean", at::zeros({4}));
+  bn.define("def forward(self, x):\n    return x * self.weight\n");
+  bn.save(tmp.path("bn.pt"));
+  ModelConfig mc;
+  mc.kind = "torchscript";
+  mc.path = tmp.path("bn.pt");
+  try {
+    make_model(mc, 0, 1);
+    ADD_FAILURE() << "BatchNorm statistics accepted";
+  } catch (const TorchScriptError& e) {
+    EXPECT_NE(std::string(e.what()).find("running statistic"), std::string::npos) << e.what();
+  }
+  // Outputs that do not fit model.loss are refused at the first step.
+  torch::jit::Module wrong("__torch__.Wrong");
+  wrong.register_parameter("w", at::ones({3}), false);
+  wrong.define("def forward(self, x):\n    return x.to(torch.float32).sum(1) * self.w.sum()\n");
+  wrong.save(tmp.path("wrong.pt"));
+  mc.path = tmp.path("wrong.pt");
+  auto m = make_model(mc, 0, 1);
+  try {
+    m->loss(at::zeros({2, 5}, at::kLong), at::zeros({2, 5}, at::kLong));
+    ADD_FAILURE() << "1-d outputs scored as logits";
+  } catch (const TorchScriptError& e) {
+    EXPECT_NE(std::string(e.what()).find("logits of shape (B, ..., classes)"), std::string::npos) << e.what();
+  }
+  // The config asks for the FLOPs of an example when the clock is modelled.
+  Config cfg;
+  cfg.model.kind = "torchscript";
+  cfg.model.path = tmp.path("wrong.pt");
+  const auto errors = validate(cfg);
+  bool said = false;
+  for (const auto& e : errors) said = said || e.find("model.flops_per_sample") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(TorchScriptModel, ReinitDrawsMatricesFromTheSeedAndKeepsVectors) {
+  testing::TempDir tmp;
+  Config cfg = token_config(tmp, "single");
+  auto saved = make_model(cfg.model, 0, 1, 16);
+  cfg.model.reinit = true;
+  auto a = make_model(cfg.model, 0, 7, 16), b = make_model(cfg.model, 0, 7, 16), c = make_model(cfg.model, 0, 8, 16);
+  for (const auto& item : saved->named_parameters()) {
+    const at::Tensor& s = item.value();
+    const at::Tensor &ta = a->named_parameters()[item.key()], &tb = b->named_parameters()[item.key()],
+                     &tc = c->named_parameters()[item.key()];
+    EXPECT_TRUE(at::equal(ta, tb)) << item.key() << ": same seed, same draw";
+    if (s.dim() >= 2) {
+      EXPECT_FALSE(at::equal(ta, s)) << item.key();
+      EXPECT_FALSE(at::equal(ta, tc)) << item.key();
+      EXPECT_LE(ta.abs().max().item<double>(), 1.0 / std::sqrt(double(s.size(1))) + 1e-7) << item.key();
+    } else {
+      EXPECT_TRUE(at::equal(ta, s)) << item.key() << ": vectors keep their saved values";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace atl
