@@ -393,7 +393,8 @@ TEST(NpySource, TokenSequencesCountTTokensPerExampleAndCheckTheVocabulary) {
   cfg.data.vocab_size = 11;
   cfg.model.block_size = 4;
   msg = npy_error_of([&] { DataSource{cfg}; });
-  EXPECT_NE(msg.find("longer than model.block_size = 4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sequences of 8 tokens, but model.block_size = 4; set model.block_size = 8"),
+            std::string::npos) << msg;
 }
 
 // ---------------------------------------------------------------- end to end

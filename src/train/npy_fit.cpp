@@ -33,9 +33,12 @@ void check_npy_fits_model(const NpyData& data, const Config& cfg, const std::str
     if (x.dim() != 2)
       throw NpyError(file("train_inputs.npy") + ": shape " + shape_text(x.sizes()) + ", but " + who +
                      " needs token sequences of shape (N, T)");
-    if (x.size(1) > cfg.model.block_size)
+    // Equal, not just <=: the run counts model.block_size tokens per example
+    // (FLOPs, tokens per step), so shorter sequences would be miscounted.
+    if (x.size(1) != cfg.model.block_size)
       throw NpyError(file("train_inputs.npy") + ": sequences of " + std::to_string(x.size(1)) +
-                     " tokens are longer than model.block_size = " + std::to_string(cfg.model.block_size));
+                     " tokens, but model.block_size = " + std::to_string(cfg.model.block_size) +
+                     "; set model.block_size = " + std::to_string(x.size(1)));
     if (data.train_targets.sizes() != x.sizes())
       throw NpyError(file("train_targets.npy") + ": shape " + shape_text(data.train_targets.sizes()) + ", but " +
                      who + " needs targets shaped like the inputs " + shape_text(x.sizes()) +

@@ -13,7 +13,7 @@
 namespace atl {
 
 // model.kind = gpt: integer token ids in [0, data.vocab_size), inputs
-// (N, T) with T <= model.block_size and targets of the same shape.
+// (N, T) with T = model.block_size and targets of the same shape.
 // mlp / cnn: float32 images of 784 values ((N, 1, 28, 28) for cnn) and one
 // integer label in 0..9 per example (targets of shape (N)).
 // torchscript: anything (the module decides). Throws NpyError naming the file.
