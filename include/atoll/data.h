@@ -7,6 +7,9 @@
 //   vocab.txt            char tokenizer only: the vocabulary, UTF-8, one code
 //                         point per id, written as a JSON array in meta.json too
 // MNIST lives in mnist/{train,test}.bin (see MnistData).
+// NumPy data (data.dataset = "npy") live in a folder of four .npy files:
+//   train_inputs.npy, train_targets.npy, val_inputs.npy, val_targets.npy
+// (see NpyData; docs/PYTORCH.md says how to write them from Python).
 //
 // Must not know about strategies or workers beyond "shard w of N".
 // Thread-safety: loaded data sets are immutable and may be shared by worker
@@ -17,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -175,5 +179,90 @@ class MnistBatchSampler {
 // noniid = indices sorted by label, cut into N contiguous parts.
 std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_t workers,
                                  const std::string& mode, uint64_t seed);
+
+// ---------------------------------------------------------------- NumPy .npy
+
+// Every problem with a .npy file or an npy data folder; the message starts
+// with the file (or folder) it is about.
+class NpyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One array read from a .npy file (format versions 1.0, 2.0 and 3.0,
+// C order, little-endian).
+struct NpyArray {
+  std::string dtype;           // "float32" | "int64" | "int32" | "uint16" | "uint8"
+  std::vector<int64_t> shape;  // at least one dimension
+  // An owned CPU tensor of `shape`: float32 -> kFloat, int64 -> kLong,
+  // int32 -> kInt, uint8 -> kByte, and uint16 (no torch dtype in 1.13) -> kInt.
+  at::Tensor values;
+};
+
+// Parses the bytes of a .npy file. `source` names them in errors. Accepts
+// descr '<f4', '<i8', '<i4', '<u2', '|u1' and '<u1'; refuses big-endian and
+// other dtypes, Fortran order, object arrays, 0-d arrays, headers that are
+// not a dict of exactly descr/fortran_order/shape, and data shorter or
+// longer than the shape needs (arrays over 2^40 bytes too). Throws NpyError.
+NpyArray parse_npy(const std::string& bytes, const std::string& source);
+// Reads and parses a file; NpyError if it is missing or unreadable.
+NpyArray read_npy(const std::string& path);
+// The bytes of a version 1.0 .npy file holding `t` (float32, int64, int32 or
+// uint8, at least one dimension), header padded so the data start at a
+// multiple of 64 as numpy does. std::invalid_argument for other tensors.
+std::string encode_npy(const at::Tensor& t);
+// encode_npy written atomically (temporary file, then rename).
+void write_npy(const std::string& path, const at::Tensor& t);
+
+// An npy data folder: inputs and targets of the train and validation splits,
+// dim 0 indexing examples. Values keep the file's dtype (uint16 as kInt);
+// batches hand integers out as int64 (npy_as_batch).
+struct NpyData {
+  at::Tensor train_inputs, train_targets, val_inputs, val_targets;
+  std::string inputs_dtype, targets_dtype;  // NpyArray::dtype of each
+  int64_t train_size() const { return train_inputs.size(0); }
+  int64_t val_size() const { return val_inputs.size(0); }
+};
+
+// Loads <dir>/{train,val}_{inputs,targets}.npy. NpyError, naming the file, if
+// one is missing or unreadable, a split's inputs and targets differ in
+// length, a split is empty, an example has no values, or train and val
+// differ in per-example shape or dtype.
+NpyData load_npy_data(const std::string& dir);
+// For token data (model.kind = gpt): NpyError, naming the file and the
+// first example at fault, unless every input and target is an integer in
+// [0, vocab_size).
+void check_npy_token_ids(const NpyData& data, int64_t vocab_size, const std::string& dir);
+// A batch from stored values: integer dtypes as int64, float32 as is, always
+// a contiguous tensor of its own.
+at::Tensor npy_as_batch(const at::Tensor& values);
+
+// Which training examples worker `worker` of `workers` trains on.
+//   iid:    a permutation seeded by `seed` dealt round-robin (returned in
+//           index order);
+//   noniid: if the targets are one integer per example ((N) or (N, 1)),
+//           examples stably sorted by that label, else in file order, cut
+//           into `workers` contiguous parts (returned in that order).
+// Shards are disjoint and cover every example; std::invalid_argument if
+// there are fewer examples than workers.
+std::vector<int64_t> npy_shard(const NpyData& data, int64_t worker, int64_t workers,
+                               const std::string& mode, uint64_t seed);
+
+// Random training examples from a shard (with replacement). Deterministic
+// given the seed; keeps a reference to `data`, which must outlive it.
+class NpyBatchSampler {
+ public:
+  NpyBatchSampler(const NpyData& data, std::vector<int64_t> indices, uint64_t seed);
+  // x: (B, inputs' per-example dims...), y: (B, targets' per-example dims...);
+  // integers as int64, float32 as float32.
+  void next(int64_t batch_size, at::Tensor& x, at::Tensor& y);
+  uint64_t state() const { return state_; }
+  void set_state(uint64_t s) { state_ = s; }
+
+ private:
+  const NpyData& data_;
+  std::vector<int64_t> indices_;
+  uint64_t state_;  // splitmix64 state
+};
 
 }  // namespace atl

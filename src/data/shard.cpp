@@ -1,5 +1,6 @@
 // Per-worker shards (iid / non-iid) and random batch samplers.
 #include "atoll/data.h"
+#include "data/index_shard.h"
 #include "util/rng.h"
 
 #include <ATen/ops/empty.h>
@@ -146,10 +147,12 @@ std::vector<std::pair<at::Tensor, at::Tensor>> fixed_token_batches(const TokenSp
   return out;
 }
 
-std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_t workers,
-                                 const std::string& mode, uint64_t seed) {
+std::vector<int64_t> shard_indices(int64_t n, const std::vector<int64_t>& labels, int64_t worker,
+                                   int64_t workers, const std::string& mode, uint64_t seed) {
   validate_shard_args(worker, workers, mode);
-  const int64_t n = split.size();
+  if (!labels.empty() && static_cast<int64_t>(labels.size()) != n)
+    throw std::invalid_argument("shard_indices: " + std::to_string(labels.size()) + " labels for " +
+                                std::to_string(n) + " examples");
   std::vector<int64_t> out;
   if (mode == "iid") {
     const std::vector<int64_t> perm = seeded_permutation(n, seed);
@@ -159,13 +162,21 @@ std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_
   }
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), int64_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return split.labels[static_cast<size_t>(a)] < split.labels[static_cast<size_t>(b)];
-  });
+  if (!labels.empty()) {
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return labels[static_cast<size_t>(a)] < labels[static_cast<size_t>(b)];
+    });
+  }
   const int64_t b = worker * n / workers;
   const int64_t e = (worker + 1) * n / workers;
   out.assign(order.begin() + b, order.begin() + e);
   return out;
+}
+
+std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_t workers,
+                                 const std::string& mode, uint64_t seed) {
+  return shard_indices(split.size(), std::vector<int64_t>(split.labels.begin(), split.labels.end()), worker,
+                       workers, mode, seed);
 }
 
 }  // namespace atl

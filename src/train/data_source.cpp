@@ -1,4 +1,5 @@
 #include "train/data_source.h"
+#include "train/npy_fit.h"
 #include "util/rng.h"
 
 #include <ATen/ATen.h>
@@ -45,6 +46,27 @@ class MnistStream : public DataSource::Stream {
   MnistBatchSampler sampler_;
 };
 
+class NpyStream : public DataSource::Stream {
+ public:
+  NpyStream(const NpyData& data, std::vector<int64_t> indices, uint64_t seed)
+      : sampler_(data, std::move(indices), seed) {}
+  Batch next(int64_t batch_size) override {
+    Batch b;
+    sampler_.next(batch_size, b.first, b.second);
+    return b;
+  }
+  uint64_t position() const override { return sampler_.state(); }
+  void seek(uint64_t position) override { sampler_.set_state(position); }
+
+ private:
+  NpyBatchSampler sampler_;
+};
+
+// npy validation examples [start, start + m), integers as int64.
+Batch npy_batch(const NpyData& data, int64_t start, int64_t m) {
+  return {npy_as_batch(data.val_inputs.narrow(0, start, m)), npy_as_batch(data.val_targets.narrow(0, start, m))};
+}
+
 // MNIST test images [start, start + m): (m, 1, 28, 28) floats in [0, 1] and (m) labels.
 Batch mnist_batch(const MnistSplit& split, int64_t start, int64_t m) {
   at::Tensor x = at::from_blob(const_cast<uint8_t*>(split.images.data()) + start * 784, {m, 1, 28, 28}, at::kByte)
@@ -79,6 +101,18 @@ DataSource::DataSource(const Config& cfg) : cfg_(cfg) {
     }
     return;
   }
+  if (cfg.data.dataset == "npy") {
+    npy_ = std::make_shared<NpyData>(load_npy_data(dir));
+    check_npy_fits_model(*npy_, cfg, dir);
+    vocab_size_ = npy_vocab_size(cfg);
+    // Like MNIST: the first batches of the validation split, in order.
+    const int64_t n = npy_->val_size(), bs = std::max<int64_t>(cfg.train.batch_size, 1);
+    for (int64_t start = 0; start < n && int64_t(eval_batches_.size()) < cfg.train.eval_batches;
+         start += bs) {
+      eval_batches_.push_back(npy_batch(*npy_, start, std::min(bs, n - start)));
+    }
+    return;
+  }
   text_ = std::make_shared<TokenData>(load_token_data(dir, cfg.data.vocab_size));
   vocab_size_ = text_->vocab_size;
   for (auto& b : fixed_token_batches(text_->val, cfg.model.block_size, cfg.train.batch_size,
@@ -93,6 +127,7 @@ DataSource::DataSource(const Config& cfg) : cfg_(cfg) {
 
 int64_t DataSource::full_eval_examples() const {
   if (mnist_) return mnist_->test.size();
+  if (npy_) return npy_->val_size();
   // A window of T inputs needs T + 1 tokens; windows start every T tokens.
   const int64_t n = static_cast<int64_t>(text_->val.tokens.size());
   return n > 1 ? (n - 1) / cfg_.model.block_size : 0;
@@ -104,6 +139,7 @@ Batch DataSource::full_eval_batch(int64_t first, int64_t count) const {
     throw std::out_of_range("full evaluation examples [" + std::to_string(first) + ", " +
                             std::to_string(first + count) + ") are outside [0, " + std::to_string(total) + ")");
   if (mnist_) return mnist_batch(mnist_->test, first, count);
+  if (npy_) return npy_batch(*npy_, first, count);
   const int64_t t = cfg_.model.block_size;
   Batch b{at::empty({count, t}, at::kLong), at::empty({count, t}, at::kLong)};  // (count, T) each
   int64_t* xp = b.first.data_ptr<int64_t>();
@@ -117,7 +153,14 @@ Batch DataSource::full_eval_batch(int64_t first, int64_t count) const {
 }
 
 int64_t DataSource::train_tokens() const {
+  if (npy_) return npy_->train_size() * tokens_per_example();
   return text_ ? static_cast<int64_t>(text_->train.tokens.size()) : mnist_->train.size();
+}
+
+int64_t DataSource::tokens_per_example() const {
+  if (mnist_) return 1;
+  if (npy_) return npy_->train_targets.numel() / npy_->train_size();  // load_npy_data: size >= 1
+  return cfg_.model.block_size;
 }
 
 std::unique_ptr<DataSource::Stream> DataSource::stream(int64_t worker, int64_t workers,
@@ -126,6 +169,10 @@ std::unique_ptr<DataSource::Stream> DataSource::stream(int64_t worker, int64_t w
   if (mnist_) {
     return std::make_unique<MnistStream>(
         mnist_->train, mnist_shard(mnist_->train, worker, workers, cfg_.data.shard, shard_seed), seed);
+  }
+  if (npy_) {
+    return std::make_unique<NpyStream>(*npy_, npy_shard(*npy_, worker, workers, cfg_.data.shard, shard_seed),
+                                       seed);
   }
   return std::make_unique<TokenStream>(
       text_->train,

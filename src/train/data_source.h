@@ -19,9 +19,16 @@ using Batch = std::pair<at::Tensor, at::Tensor>;  // (inputs, targets)
 class DataSource {
  public:
   explicit DataSource(const Config& cfg);
+  // Token ids (gpt), or classes: 10 for MNIST and for npy data with mlp/cnn;
+  // data.vocab_size for other npy data (0 when not set).
   int64_t vocab_size() const { return vocab_size_; }
-  // Training examples (sequences or images) in the whole training split.
+  // Tokens in the whole training split: text tokens, MNIST images, or npy
+  // examples x tokens_per_example().
   int64_t train_tokens() const;
+  // Tokens one example holds: model.block_size for text, 1 for MNIST, the
+  // number of target values per example for npy data (1 for class labels,
+  // T for (N, T) token targets).
+  int64_t tokens_per_example() const;
 
   // One worker's batch stream; owned by that worker's thread.
   class Stream {
@@ -38,21 +45,24 @@ class DataSource {
   // rows, so an island of D devices sees what one device of batch D x B would.
   static std::unique_ptr<Stream> device_stream(std::unique_ptr<Stream> island, int64_t device, int64_t devices);
   // The fixed sample the interim evaluations use: train.eval_batches
-  // batches of train.batch_size.
+  // batches of train.batch_size (MNIST and npy: the first ones of the
+  // validation split, in order; text: windows drawn once with a fixed seed).
   const std::vector<Batch>& eval_batches() const { return eval_batches_; }
   // The full evaluation: every non-overlapping window of model.block_size
   // tokens in the validation split (targets: the window shifted by one, so
-  // the last window ends at the split's second-to-last token), or every
-  // image of the MNIST test split, in fixed order.
+  // the last window ends at the split's second-to-last token), every image
+  // of the MNIST test split, or every npy validation example, in fixed order.
   int64_t full_eval_examples() const;
   // Examples [first, first + count) of the full evaluation: (count, T)
-  // inputs and targets, or (count, 1, 28, 28) images and (count) labels.
+  // inputs and targets, or (count, 1, 28, 28) images and (count) labels, or
+  // npy rows [first, first + count) (integers as int64).
   Batch full_eval_batch(int64_t first, int64_t count) const;
 
  private:
   Config cfg_;
   std::shared_ptr<TokenData> text_;
   std::shared_ptr<MnistData> mnist_;
+  std::shared_ptr<NpyData> npy_;
   int64_t vocab_size_ = 0;
   std::vector<Batch> eval_batches_;
 };

@@ -48,8 +48,8 @@ std::string export_run(const std::string& run_dir, const std::string& out, const
   const std::string params = std::to_string(run.model->num_params()) + " parameters";
   if (o.format == "torchscript") {
     if (run.cfg.model.kind != "torchscript")
-      throw std::invalid_argument("--format=torchscript re-saves a TorchScript run's module; this run trained the " +
-                                  "built-in '" + run.cfg.model.kind + "' model: export it as safetensors");
+      throw std::invalid_argument(std::string("--format=torchscript re-saves a TorchScript run's module; this run ") +
+                                  "trained the built-in '" + run.cfg.model.kind + "' model: export it as safetensors");
     std::vector<std::pair<std::string, at::Tensor>> weights;
     for (const auto& t : tensors) weights.emplace_back(t.name, t.tensor);
     save_torchscript_with_weights(run.cfg.model.path, weights, out);
