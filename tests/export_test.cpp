@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "atoll/export.h"
+#include "atoll/retime.h"
 #include "atoll/train.h"
 #include "model/export.h"
 #include "model/gpt_names.h"
@@ -78,6 +79,15 @@ TEST(RunModel, TheBuiltInGptExportsUnderNanoGptNamesWithTheHeadTiedToTheEmbeddin
   EXPECT_THROW(export_run(s.run_dir, out, o), std::invalid_argument);
   o.format = "torchscript";
   EXPECT_THROW(export_run(s.run_dir, out, o), std::invalid_argument);  // a built-in model has no module file
+}
+
+TEST(RunModel, ARetimedRunKeepsTheModelItsRunTrained) {
+  testing::TempDir tmp;
+  const RunSummary s = tiny_run(tmp, "diloco", "run");
+  write_retimed_run(retime_run(s.run_dir, {"network.bandwidth=1Mbit/s"}), s.run_dir, tmp.path("slow"), false);
+  EXPECT_EQ(testing::read_text(tmp.path("slow") + "/model.safetensors"),
+            testing::read_text(s.run_dir + "/model.safetensors"));
+  EXPECT_NO_THROW(load_run_model(tmp.path("slow")));
 }
 
 TEST(RunModel, UnfinishedRunsAndDamagedWeightsAreRefusedSayingWhy) {

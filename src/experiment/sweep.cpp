@@ -22,6 +22,7 @@
 
 #include "atoll/config.h"
 #include "atoll/experiment.h"
+#include "model/export.h"
 #include "atoll/report.h"
 #include "atoll/train.h"
 #include "launch/process.h"
@@ -149,7 +150,7 @@ bool looks_like_run_folder(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string n = entry.path().filename().string();
     if (n != "config.toml" && n != "metrics.jsonl" && n != "metrics.csv" && n != "summary.json" &&
-        n != "checkpoints" && n != "timing")
+        n != "checkpoints" && n != "timing" && n != kRunModelFile && n != kRunModuleFile)
       return false;
   }
   return true;

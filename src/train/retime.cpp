@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "atoll/net.h"
+#include "model/export.h"
 #include "train/metrics.h"
 #include "train/observer.h"
 #include "train/replay.h"
@@ -292,6 +293,9 @@ void write_retimed_run(const RetimedRun& run, const std::string& run_dir, const 
   fs::create_directories(out / "timing");
   for (int64_t r = 0; r < run.config.strategy.workers; ++r)
     fs::copy_file(timing_trace_path(run_dir, r), timing_trace_path(out, r), fs::copy_options::overwrite_existing);
+  // The same trained model: the network changes only the clock.
+  for (const char* kept : {kRunModelFile, kRunModuleFile})
+    if (fs::exists(fs::path(run_dir) / kept)) fs::copy_file(fs::path(run_dir) / kept, out / kept);
   write_file_atomic((out / "summary.json").string(), run.summary_json);
 }
 
