@@ -1,6 +1,7 @@
 // Writes small valid checkpoints with the real serializer into a folder
 // (the seed corpus fuzz/corpus/fuzz_checkpoint): one per record kind, every
 // element type, empty and zero-size tensors, and a mixed one.
+//   cmake --build build-fuzz --target make_checkpoint_seeds  (not built by default)
 //   build-fuzz/make_checkpoint_seeds fuzz/corpus/fuzz_checkpoint
 #include <cstdio>
 #include <fstream>

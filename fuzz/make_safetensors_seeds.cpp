@@ -3,6 +3,7 @@
 // odd shapes, metadata, a tiny nanoGPT-named GPT; and, built by hand, the
 // layouts other writers produce (keys out of data order, whitespace, no
 // padding, metadata last), which our writer never does.
+//   cmake --build build-fuzz --target make_safetensors_seeds  (not built by default)
 //   build-fuzz/make_safetensors_seeds fuzz/corpus/fuzz_safetensors
 #include <ATen/ATen.h>
 

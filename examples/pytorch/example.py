@@ -81,10 +81,8 @@ def text_tokens(args, rng):
 
 def windows(ids, block, step):
     """Windows of `block` tokens starting every `step`; targets are the inputs shifted by one."""
-    starts = np.arange(0, len(ids) - block - 1, step)
-    x = np.stack([ids[s:s + block] for s in starts])
-    y = np.stack([ids[s + 1:s + block + 1] for s in starts])
-    return x, y
+    both = np.lib.stride_tricks.sliding_window_view(ids, block + 1)[::step]
+    return np.ascontiguousarray(both[:, :-1]), np.ascontiguousarray(both[:, 1:])
 
 
 def save_npy(folder, train, val):

@@ -1,5 +1,4 @@
-#include <ATen/ATen.h>
-
+// make_model(): the one table of model kinds.
 #include <stdexcept>
 
 #include "atoll/model.h"
@@ -7,16 +6,6 @@
 #include "model/torchscript.h"
 
 namespace atl {
-
-int64_t Model::num_params() const {
-  int64_t n = 0;
-  for (const auto& p : parameters()) n += p.numel();
-  return n;
-}
-
-at::Tensor Model::next_token_logits(const at::Tensor&) {
-  throw std::invalid_argument("this model does not predict tokens: only model.kind = gpt can generate text");
-}
 
 std::shared_ptr<Model> make_model(const ModelConfig& cfg, int64_t vocab_size, uint64_t seed,
                                   int64_t tokens_per_example) {

@@ -20,6 +20,8 @@
 
 #include "model/init.h"
 #include "model/torchscript.h"
+#include "model/zip_check.h"
+#include "util/file_io.h"
 
 namespace atl {
 namespace {
@@ -49,8 +51,16 @@ torch::jit::Module load_module(const std::string& path) {
   if (!std::filesystem::is_regular_file(path))
     throw TorchScriptError("model.path '" + path + "' is not a file: save the module with " +
                            "torch.jit.script(module).save(path)");
+  std::string bytes;
   try {
-    return torch::jit::load(path);
+    bytes = read_file_bytes(path);
+    check_zip_archive(bytes, "model.path '" + path + "'");
+  } catch (const std::runtime_error& e) {
+    throw TorchScriptError(std::string(e.what()) + "; save the module again with torch.jit.script(module).save(path)");
+  }
+  try {
+    std::istringstream in(bytes);
+    return torch::jit::load(in);
   } catch (const c10::Error& e) {
     throw TorchScriptError("model.path '" + path + "': LibTorch 1.13 cannot load it as TorchScript (" +
                            first_line(e.what_without_backtrace()) +

@@ -1,0 +1,20 @@
+// Model's own methods (the interface in include/atoll/model.h); kept apart
+// from make_model() so that a single model links without the others (the
+// TorchScript fuzz target).
+#include <stdexcept>
+
+#include "atoll/model.h"
+
+namespace atl {
+
+int64_t Model::num_params() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+at::Tensor Model::next_token_logits(const at::Tensor&) {
+  throw std::invalid_argument("this model does not predict tokens: only model.kind = gpt can generate text");
+}
+
+}  // namespace atl
