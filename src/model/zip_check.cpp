@@ -31,22 +31,31 @@ uint64_t le(const std::string& b, uint64_t at, int bytes, const std::string& sou
 }
 
 struct Directory {
-  uint64_t entries = 0, offset = 0;
+  uint64_t entries = 0, offset = 0, size = 0;
 };
 
+// The central directory as the end record describes it. Its counts must
+// agree: a reader trusting one count and another reader the other would
+// see different archives (the fuzzer set one to 0, which skipped the
+// checks below while LibTorch read every entry).
 Directory find_directory(const std::string& b, const std::string& source) {
   if (b.size() < 22) fail(source, "too short");
   // The end record is 22 bytes plus a comment of up to 65535.
   const size_t lowest = b.size() > 22 + 65535 ? b.size() - 22 - 65535 : 0;
   for (size_t at = b.size() - 22 + 1; at-- > lowest;) {
     if (le(b, at, 4, source) != 0x06054b50) continue;
-    Directory d{le(b, at + 10, 2, source), le(b, at + 16, 4, source)};
-    if (d.entries == 0xffff || d.offset == 0xffffffff) {  // zip64
+    uint64_t here = le(b, at + 8, 2, source), total = le(b, at + 10, 2, source);
+    Directory d{total, le(b, at + 16, 4, source), le(b, at + 12, 4, source)};
+    if (here == 0xffff || total == 0xffff || d.offset == 0xffffffff || d.size == 0xffffffff) {  // zip64
       if (at < 20 || le(b, at - 20, 4, source) != 0x07064b50) fail(source, "zip64 locator missing");
       const uint64_t record = le(b, at - 20 + 8, 8, source);
       if (le(b, record, 4, source) != 0x06064b50) fail(source, "zip64 end record missing");
-      d = {le(b, record + 32, 8, source), le(b, record + 48, 8, source)};
+      here = le(b, record + 24, 8, source);
+      total = le(b, record + 32, 8, source);
+      d = {total, le(b, record + 48, 8, source), le(b, record + 40, 8, source)};
     }
+    if (here != total) fail(source, "the end record's entry counts disagree");
+    if (d.offset > b.size() || d.size > b.size() - d.offset) fail(source, "the central directory runs past the end");
     return d;
   }
   fail(source, "no end-of-central-directory record");
@@ -102,8 +111,9 @@ uint32_t entry_crc(const std::string& b, uint64_t data, uint64_t compressed, uin
 
 int64_t check_zip_archive(const std::string& b, const std::string& source) {
   const Directory dir = find_directory(b, source);
-  uint64_t at = dir.offset;
-  for (uint64_t k = 0; k < dir.entries; ++k) {
+  uint64_t at = dir.offset, k = 0;
+  // Every entry the directory holds, by its size, and as many as it counts.
+  for (; at < dir.offset + dir.size; ++k) {
     if (le(b, at, 4, source) != 0x02014b50) fail(source, "central directory entry " + std::to_string(k) + " is damaged");
     const int method = int(le(b, at + 10, 2, source));
     const uint32_t crc = uint32_t(le(b, at + 16, 4, source));
@@ -131,6 +141,9 @@ int64_t check_zip_archive(const std::string& b, const std::string& source) {
       fail(source, "entry '" + name + "' fails its CRC-32: the file is damaged");
     at += 46 + name_len + extra_len + comment_len;
   }
+  if (k != dir.entries || at != dir.offset + dir.size)
+    fail(source, "the central directory holds " + std::to_string(k) + " entries, the end record says " +
+                     std::to_string(dir.entries));
   return int64_t(dir.entries);
 }
 
