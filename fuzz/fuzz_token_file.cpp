@@ -33,42 +33,16 @@
 #include <vector>
 
 #include "atoll/data.h"
+#include "scratch_folder.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-// $ATOLL_FUZZ_TMP (scripts/fuzz: a folder it removes at the end, so that a
-// crashed run leaves nothing behind), else /dev/shm.
-const fs::path& folder() {
-  static const fs::path dir = [] {
-    const char* env = std::getenv("ATOLL_FUZZ_TMP");
-    fs::path base = env && *env ? fs::path(env)
-                    : fs::exists("/dev/shm") ? fs::path("/dev/shm")
-                                             : fs::temp_directory_path();
-    fs::path d = base / ("atoll_fuzz_token_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-struct Cleanup {
-  ~Cleanup() {
-    std::error_code ec;
-    fs::remove_all(folder(), ec);
-  }
-} cleanup;
+const fs::path& folder() { return atl_fuzz::scratch_folder("token"); }
 
 void put_file(const char* name, bool present, const uint8_t* data, size_t size) {
-  const fs::path p = folder() / name;
-  if (!present) {
-    std::error_code ec;
-    fs::remove(p, ec);
-    return;
-  }
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  atl_fuzz::put_file(folder() / name, present, data, size);
 }
 
 uint16_t u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }

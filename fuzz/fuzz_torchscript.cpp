@@ -4,8 +4,8 @@
 // loss and per-example losses on a small batch, as training and evaluation
 // call them.
 //
-// The input is written to a file in /dev/shm (one per fuzzing process) and
-// loaded from there, as a run does. The seeds (fuzz/corpus/fuzz_torchscript)
+// The input is written to a file in the scratch folder (scratch_folder.h)
+// and loaded from there, as a run does. The seeds (fuzz/corpus/fuzz_torchscript)
 // are modules fuzz/make_torchscript_seeds.cpp writes.
 //
 // Expected: atl::TorchScriptError (every failure of LibTorch's loader and of
@@ -25,36 +25,18 @@
 #include <string>
 
 #include "model/torchscript.h"
+#include "scratch_folder.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path& module_file() {
-  static const fs::path path = [] {
-    const char* env = std::getenv("ATOLL_FUZZ_TMP");
-    const fs::path base = env && *env ? fs::path(env)
-                          : fs::exists("/dev/shm") ? fs::path("/dev/shm")
-                                                   : fs::temp_directory_path();
-    return base / ("atoll_fuzz_torchscript_" + std::to_string(::getpid()) + ".pt");
-  }();
-  return path;
-}
-
-struct Cleanup {
-  ~Cleanup() {
-    std::error_code ec;
-    fs::remove(module_file(), ec);
-  }
-} cleanup;
+const fs::path module_file() { return atl_fuzz::scratch_folder("torchscript") / "module.pt"; }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  {
-    std::ofstream out(module_file(), std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  atl_fuzz::put_file(module_file(), true, data, size);
   atl::ModelConfig cfg;
   cfg.kind = "torchscript";
   cfg.path = module_file().string();

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <utility>
 #include <stdexcept>
 
 namespace atl {
@@ -14,10 +15,13 @@ namespace {
 // worker sees text from all over the corpus.
 constexpr int64_t kIidChunkTokens = 4096;
 
-class TokenStream : public DataSource::Stream {
+// A batch sampler (TokenBatchSampler, MnistBatchSampler, NpyBatchSampler:
+// next(B, x, y), state(), set_state()) as a worker's stream.
+template <typename Sampler>
+class SamplerStream : public DataSource::Stream {
  public:
-  TokenStream(const TokenSplit& split, std::vector<TokenRange> ranges, int64_t block, uint64_t seed)
-      : sampler_(split, std::move(ranges), block, seed) {}
+  template <typename... Args>
+  explicit SamplerStream(Args&&... args) : sampler_(std::forward<Args>(args)...) {}
   Batch next(int64_t batch_size) override {
     Batch b;
     sampler_.next(batch_size, b.first, b.second);
@@ -27,39 +31,7 @@ class TokenStream : public DataSource::Stream {
   void seek(uint64_t position) override { sampler_.set_state(position); }
 
  private:
-  TokenBatchSampler sampler_;
-};
-
-class MnistStream : public DataSource::Stream {
- public:
-  MnistStream(const MnistSplit& split, std::vector<int64_t> indices, uint64_t seed)
-      : sampler_(split, std::move(indices), seed) {}
-  Batch next(int64_t batch_size) override {
-    Batch b;
-    sampler_.next(batch_size, b.first, b.second);
-    return b;
-  }
-  uint64_t position() const override { return sampler_.state(); }
-  void seek(uint64_t position) override { sampler_.set_state(position); }
-
- private:
-  MnistBatchSampler sampler_;
-};
-
-class NpyStream : public DataSource::Stream {
- public:
-  NpyStream(const NpyData& data, std::vector<int64_t> indices, uint64_t seed)
-      : sampler_(data, std::move(indices), seed) {}
-  Batch next(int64_t batch_size) override {
-    Batch b;
-    sampler_.next(batch_size, b.first, b.second);
-    return b;
-  }
-  uint64_t position() const override { return sampler_.state(); }
-  void seek(uint64_t position) override { sampler_.set_state(position); }
-
- private:
-  NpyBatchSampler sampler_;
+  Sampler sampler_;
 };
 
 // npy validation examples [start, start + m), integers as int64.
@@ -167,14 +139,14 @@ std::unique_ptr<DataSource::Stream> DataSource::stream(int64_t worker, int64_t w
                                                        uint64_t seed) const {
   const uint64_t shard_seed = static_cast<uint64_t>(cfg_.run.seed);  // same on all workers
   if (mnist_) {
-    return std::make_unique<MnistStream>(
+    return std::make_unique<SamplerStream<MnistBatchSampler>>(
         mnist_->train, mnist_shard(mnist_->train, worker, workers, cfg_.data.shard, shard_seed), seed);
   }
   if (npy_) {
-    return std::make_unique<NpyStream>(*npy_, npy_shard(*npy_, worker, workers, cfg_.data.shard, shard_seed),
+    return std::make_unique<SamplerStream<NpyBatchSampler>>(*npy_, npy_shard(*npy_, worker, workers, cfg_.data.shard, shard_seed),
                                        seed);
   }
-  return std::make_unique<TokenStream>(
+  return std::make_unique<SamplerStream<TokenBatchSampler>>(
       text_->train,
       shard_ranges(text_->train, worker, workers, cfg_.data.shard, shard_seed, kIidChunkTokens),
       cfg_.model.block_size, seed);
