@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 // (eval_s, final_eval_s: how long evaluations took).
 std::vector<nlohmann::json> deterministic_events(const fs::path& dir) {
   static const std::vector<std::string> wall = {"elapsed_s", "tokens_per_s", "model_flops_per_s", "correlation_ms",
-                                                "wall_s", "eta_s", "eval_s", "final_eval_s"};
+                                                "wall_s", "eta_s", "eval_s", "final_eval_s", "startup_s"};
   std::vector<nlohmann::json> out;
   std::ifstream in(dir / "metrics.jsonl");
   for (std::string line; std::getline(in, line);) {

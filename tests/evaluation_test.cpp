@@ -111,6 +111,30 @@ TEST(Evaluation, SampleEvaluationIsUnchangedFromTheMeanOfBatchLosses) {
   EXPECT_NEAR(evaluate_batches(*model, from(data.eval_batches())).loss, before, 1e-6);
 }
 
+TEST(Evaluation, SpreadOverThreeThreadsItGivesEveryExamplesLossInOrderBitwiseAsOneThreadDoes) {
+  Config cfg = tiny_config("single", 1);
+  cfg.train.eval_batches = 7;  // not a multiple of the thread count
+  DataSource data(cfg);
+  std::vector<std::shared_ptr<Model>> models;
+  for (int k = 0; k < 3; ++k) models.push_back(make_model(cfg.model, data.vocab_size(), 11));
+  std::vector<double> alone, spread, serial;
+  const EvalResult one = evaluate_batches_parallel({models[0].get()}, data.eval_batches(), &alone);
+  const EvalResult three =
+      evaluate_batches_parallel({models[0].get(), models[1].get(), models[2].get()}, data.eval_batches(), &spread);
+  evaluate_batches(*models[0], from(data.eval_batches()), &serial);
+  ASSERT_EQ(alone.size(), size_t(7 * cfg.train.batch_size));
+  EXPECT_EQ(spread, alone);
+  EXPECT_EQ(serial, alone) << "one thread is the plain evaluation";
+  EXPECT_EQ(three.loss, one.loss);
+  EXPECT_EQ(three.se, one.se);
+  EXPECT_EQ(three.examples, 7 * cfg.train.batch_size);
+  // More models than batches: the extra ones stay idle.
+  std::vector<double> few;
+  const std::vector<Batch> two(data.eval_batches().begin(), data.eval_batches().begin() + 2);
+  evaluate_batches_parallel({models[0].get(), models[1].get(), models[2].get()}, two, &few);
+  EXPECT_EQ(few, std::vector<double>(alone.begin(), alone.begin() + 2 * cfg.train.batch_size));
+}
+
 TEST(Evaluation, FullSplitCoversEveryNonOverlappingWindowExactlyOnceInOrder) {
   Config cfg = tiny_config("single", 1);
   const TokenData text = load_token_data(cfg.data.dir, cfg.data.vocab_size);

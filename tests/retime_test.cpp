@@ -19,7 +19,7 @@ namespace {
 
 // Figures a run measures on the machine, not on the simulated clock.
 bool is_wall_clock(const std::string& key) {
-  static const char* wall[] = {"elapsed_s", "tokens_per_s", "model_flops_per_s", "eval_s", "final_eval_s",
+  static const char* wall[] = {"elapsed_s", "tokens_per_s", "model_flops_per_s", "eval_s", "final_eval_s", "startup_s",
                                "wall_s", "correlation_ms", "comm_wall_s", "compute_wall_s",
                                "comm_wall_s_per_worker", "compute_wall_s_per_worker", "threads_per_worker"};
   for (const char* w : wall)

@@ -359,7 +359,7 @@ TEST(RetimeRefusals, AnUnfinishedRunFolderIsRefused) {
 // The events without the fields measured on the machine's clock.
 std::vector<nlohmann::json> without_wall_clock(const std::vector<std::string>& lines) {
   static const char* wall[] = {"elapsed_s", "tokens_per_s", "model_flops_per_s", "correlation_ms", "wall_s", "eta_s",
-                               "eval_s", "final_eval_s", "comm_wall_s", "compute_wall_s", "comm_wall_s_per_worker",
+                               "eval_s", "final_eval_s", "startup_s", "comm_wall_s", "compute_wall_s", "comm_wall_s_per_worker",
                                "compute_wall_s_per_worker", "threads_per_worker"};
   std::vector<nlohmann::json> out;
   for (const auto& line : lines) {

@@ -421,7 +421,7 @@ int main(int argc, char** argv) {
   bench->allow_extras();
   bench->add_flag("--quick", bench_opts.quick, "fewer sizes, steps and repetitions (about 3 minutes)");
   bench->add_option("--only", bench_only, "comma-separated groups: gloo, compute, allreduce, codecs, strategies, retime, "
-                                          "simulation (default: all, about 12 minutes)");
+                                          "simulation, preset (default: all, about 15 minutes)");
   bench->add_option("--json", bench_opts.json_path, "also write the figures to this JSON file");
   bench->add_option("--data-root", bench_opts.data_root, "prepared data sets (the simulation group needs brown)")
       ->capture_default_str();

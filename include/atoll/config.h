@@ -91,6 +91,10 @@ struct TrainConfig {
   std::string final_eval = "full";
   int64_t eval_batch_size = 256;  // sequences (images) per batch of the full evaluation
   int64_t log_every = 10;         // metrics line every this many steps
+  // Training forward pass: "fp32", or "bf16" = matrix products in bf16 with
+  // fp32 master weights, optimizer state, reductions and evaluation
+  // (autocast-style mixed precision; CPUs with AVX-512 only).
+  std::string precision = "fp32";
 };
 
 // The most workers a run may have. Simulated workers are threads of one

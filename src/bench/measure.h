@@ -67,6 +67,7 @@ void run_codecs(const Context& ctx, Sink& sink);
 void run_strategies(const Context& ctx, Sink& sink);
 void run_simulation(const Context& ctx, Sink& sink);
 void run_retime(const Context& ctx, Sink& sink);
+void run_preset(const Context& ctx, Sink& sink);
 
 // Vocabulary of the synthetic batches (the Brown corpus's character count).
 constexpr int64_t kBenchVocab = 85;

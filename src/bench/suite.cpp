@@ -57,7 +57,7 @@ void Sink::note(const std::string& line) { out_ << "  " << line << std::endl; }
 }  // namespace bench
 
 std::vector<std::string> bench_groups() {
-  return {"gloo", "compute", "allreduce", "codecs", "strategies", "simulation", "retime"};
+  return {"gloo", "compute", "allreduce", "codecs", "strategies", "simulation", "retime", "preset"};
 }
 
 std::vector<BenchFigure> run_benchmarks(const BenchOptions& opts, std::ostream& out) {
@@ -83,7 +83,7 @@ std::vector<BenchFigure> run_benchmarks(const BenchOptions& opts, std::ostream& 
       {"gloo", bench::run_gloo},           {"compute", bench::run_compute},
       {"allreduce", bench::run_allreduce}, {"codecs", bench::run_codecs},
       {"strategies", bench::run_strategies}, {"simulation", bench::run_simulation},
-      {"retime", bench::run_retime}};
+      {"retime", bench::run_retime},       {"preset", bench::run_preset}};
   // In bench_groups() order whatever the order asked for: gloo forks, and
   // must do so before any other group has started threads.
   for (const auto& g : all) {

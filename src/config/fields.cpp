@@ -138,6 +138,9 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("train.eval_batch_size", c.train.eval_batch_size,
             "sequences (images) per batch of the full evaluation; memory grows with it"),
       field("train.log_every", c.train.log_every, "write a metrics line every this many steps"),
+      field("train.precision", c.train.precision,
+            "fp32 | bf16: bf16 runs the training forward's matrix products in bf16 (fp32 master weights, "
+            "optimizer state, reductions and evaluation); needs an AVX-512 CPU"),
 
       field("strategy.name", c.strategy.name, strategy_choices()),
       field("strategy.workers", c.strategy.workers, "N: simulated workers"),

@@ -1,6 +1,8 @@
 #include "model/batched_matmul.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <c10/core/InferenceMode.h>
 #include <dlfcn.h>
 #include <torch/autograd.h>
 
@@ -29,8 +31,12 @@ at::Tensor split_bmm(const at::Tensor& a, const at::Tensor& b) {
   if (threads <= 1 || batch < 2 * threads) return at::bmm(a, b);
   static const auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
   at::Tensor out = at::empty({batch, a.size(1), b.size(2)}, a.options());
+  const bool inference = c10::InferenceMode::is_enabled();  // evaluation: `out` is an inference tensor
   auto share = [&](int t) {
-    at::NoGradGuard no_grad;  // new threads start with grad mode on; out= needs it off
+    // New threads start with grad mode on and inference mode off; out= needs
+    // the first off and, for an inference tensor, the second on.
+    c10::InferenceMode same_mode(inference);
+    at::NoGradGuard no_grad;
     const int64_t lo = batch * t / threads, hi = batch * (t + 1) / threads;
     at::Tensor part = out.narrow(0, lo, hi - lo);
     at::bmm_out(part, a.narrow(0, lo, hi - lo), b.narrow(0, lo, hi - lo));
@@ -62,6 +68,17 @@ struct BatchedMatmul : torch::autograd::Function<BatchedMatmul> {
 
 }  // namespace
 
-at::Tensor batched_matmul(const at::Tensor& a, const at::Tensor& b) { return BatchedMatmul::apply(a, b); }
+at::Tensor batched_matmul(const at::Tensor& a, const at::Tensor& b) {
+  // Under autocast (train.precision = bf16) the product is a matmul like
+  // any other: bf16 operands in, bf16 out. Cast here, as autocast's own
+  // wrapper would for at::bmm, so the helper threads (which do not inherit
+  // autocast) and the backward see one dtype; the casts' own backward
+  // returns fp32 gradients to the fp32 inputs.
+  if (at::autocast::is_cpu_enabled()) {
+    const at::ScalarType low = at::autocast::get_autocast_cpu_dtype();
+    return BatchedMatmul::apply(a.to(low), b.to(low));
+  }
+  return BatchedMatmul::apply(a, b);
+}
 
 }  // namespace atl

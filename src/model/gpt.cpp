@@ -55,7 +55,9 @@ class BlockImpl : public torch::nn::Module {
     at::Tensor att = batched_matmul(batched(q), batched(k.transpose(-2, -1)))
                          .view({B, n_head_, T, T})
                          .mul_(1.0 / std::sqrt(double(hs)));
-    att = att.masked_fill_(mask, -std::numeric_limits<float>::infinity()).softmax(-1);
+    // Softmax in fp32 even when the products are bf16, as GPU autocast does:
+    // bf16's 8-bit mantissa would round the attention weights.
+    att = att.masked_fill_(mask, -std::numeric_limits<float>::infinity()).softmax(-1, at::kFloat);
     if (dropout_ > 0) att = at::dropout(att, dropout_, is_training());
     at::Tensor y =
         batched_matmul(batched(att), batched(v)).view({B, n_head_, T, hs}).transpose(1, 2).contiguous().view({B, T, C});

@@ -13,6 +13,8 @@
 #include "atoll/net.h"
 #include "atoll/strategy.h"
 #include "model/export.h"
+#include "model/precision.h"
+#include "train/gradients.h"
 #include "net/devices.h"
 #include "strategy/baselines.h"
 #include "train/checkpoint.h"
@@ -53,6 +55,7 @@ class Driver {
     // The strategy runs between islands: to it, each island is one worker.
     strategy_cfg_ = cfg;
     strategy_cfg_.strategy.workers = layout_.islands;
+    require_precision_supported(cfg.train.precision);  // before any model is built
     speed_ = parse_number_list(cfg.network.speed_factors, 1.0);  // checked by validate()
     speed_.resize(workers_, 1.0);
     speed_changes_ = parse_speed_schedule(cfg.faults.speed_schedule);
@@ -143,7 +146,7 @@ class Driver {
 
   // The worker loop: the same sequence for a simulated and a real worker.
   void worker(WorkerSlot& slot) {
-    set_compute_threads(threads_);
+    set_compute_threads(threads_, cfg_.train.precision == "bf16");
     const int64_t w = slot.rank;
     Communicator& comm = *slot.comm;
     // Island i's devices read island i's shard (one stream, D batches at a
@@ -171,6 +174,7 @@ class Driver {
     if (resuming()) load_worker(slot);
     slot.model->train();
     const bool flops_mode = cfg_.network.compute_time == "flops";
+    const int64_t micro = micro_batches(cfg_.model, cfg_.train.batch_size, threads_);
     // With one thread per worker the thread's CPU time is its compute time,
     // unaffected by other workers sharing the cores or by waiting in a
     // collective; with more threads only wall time covers the helpers' work.
@@ -183,6 +187,7 @@ class Driver {
 
     if (!resuming()) observe_at(0);
     for (int64_t t = first_step; t < cfg_.train.steps; ++t) {
+      if (t == first_step) observer_.first_step_started();
       slot.trace.step();
       comm.set_step(t);
       if (slot.island_comm != nullptr) slot.island_comm->set_step(t);
@@ -201,9 +206,8 @@ class Driver {
       {
         ComputeSlots::Hold hold(compute_slots_);
         t0 = now();
-        Batch batch = stream->next(cfg_.train.batch_size);
-        loss = slot.model->loss(batch.first, batch.second);
-        loss.backward();
+        const Batch batch = stream->next(cfg_.train.batch_size);
+        loss = forward_backward(*slot.model, slot.params, batch, cfg_.train.precision, micro);
         t1 = now();
       }
       const double speed = speed_at(slot, t);

@@ -2,9 +2,15 @@
 
 #include <ATen/ATen.h>
 
+#include <c10/core/InferenceMode.h>
+
 #include <cmath>
+#include <exception>
 #include <stdexcept>
 #include <string>
+#include <thread>
+
+#include "train/threads.h"
 
 namespace atl {
 
@@ -28,8 +34,9 @@ EvalResult summarize_example_losses(const std::vector<double>& losses, int64_t t
 
 EvalResult evaluate_batches(Model& model, const BatchSource& next, std::vector<double>* per_example) {
   // No graph is built: evaluation keeps no activations for a backward pass
-  // and leaves the parameters' gradients as they were.
-  at::NoGradGuard no_grad;
+  // and leaves the parameters' gradients as they were. Inference mode also
+  // skips the version counters and view tracking autograd would need.
+  c10::InferenceMode no_autograd;
   const bool was_training = model.is_training();
   model.eval();
   std::vector<double> losses;
@@ -45,6 +52,43 @@ EvalResult evaluate_batches(Model& model, const BatchSource& next, std::vector<d
   model.train(was_training);
   EvalResult r = summarize_example_losses(losses, model.tokens_per_example());
   if (per_example) *per_example = std::move(losses);
+  return r;
+}
+
+EvalResult evaluate_batches_parallel(const std::vector<Model*>& models,
+                                     const std::vector<std::pair<at::Tensor, at::Tensor>>& batches,
+                                     std::vector<double>* per_example) {
+  if (models.empty()) throw std::logic_error("evaluate_batches_parallel needs at least one model");
+  const size_t threads = std::max<size_t>(1, std::min(models.size(), batches.size()));
+  std::vector<std::vector<double>> losses(batches.size());
+  std::vector<std::exception_ptr> errors(threads);
+  const int64_t caller_threads = compute_threads();
+  auto share = [&](size_t t) {
+    try {
+      set_compute_threads(1);
+      for (size_t i = t; i < batches.size(); i += threads) {
+        size_t given = 0;
+        evaluate_batches(*models[t], [&](std::pair<at::Tensor, at::Tensor>& b) {
+          if (given++ > 0) return false;
+          b = batches[i];
+          return true;
+        }, &losses[i]);
+      }
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(share, t);
+  share(0);
+  for (auto& h : helpers) h.join();
+  set_compute_threads(caller_threads);
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<double> all;
+  for (const auto& l : losses) all.insert(all.end(), l.begin(), l.end());
+  EvalResult r = summarize_example_losses(all, models[0]->tokens_per_example());
+  if (per_example) *per_example = std::move(all);
   return r;
 }
 

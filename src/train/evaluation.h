@@ -40,4 +40,14 @@ EvalResult summarize_example_losses(const std::vector<double>& losses, int64_t t
 using BatchSource = std::function<bool(std::pair<at::Tensor, at::Tensor>&)>;
 EvalResult evaluate_batches(Model& model, const BatchSource& next, std::vector<double>* per_example = nullptr);
 
+// The same over `batches`, on one thread per model (every model holding the
+// same parameters; models.size() >= 1): batch i goes to thread i mod n, each
+// thread with one BLAS thread, and the losses come back in batch order, so
+// the result does not depend on how many threads there were. The calling
+// thread's BLAS thread count is restored afterwards. Used while the workers
+// are parked, so their cores would otherwise idle.
+EvalResult evaluate_batches_parallel(const std::vector<Model*>& models,
+                                     const std::vector<std::pair<at::Tensor, at::Tensor>>& batches,
+                                     std::vector<double>* per_example = nullptr);
+
 }  // namespace atl

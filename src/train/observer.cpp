@@ -10,7 +10,9 @@
 #include "model/export.h"
 #include "net/devices.h"
 #include "train/correlation.h"
+#include "train/threads.h"
 #include "util/format.h"
+#include "util/process_clock.h"
 #include "util/wall_time.h"
 
 namespace atl {
@@ -61,6 +63,10 @@ Observer::Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, 
 }
 
 void Observer::start() { start_ = Clock::now(); }
+
+void Observer::first_step_started() {
+  std::call_once(first_step_, [this] { startup_s_ = seconds_since_process_start(); });
+}
 
 double Observer::seconds_since_start() const { return seconds_since(start_); }
 
@@ -258,26 +264,35 @@ void Observer::load_eval_params(const std::string& which, const Observation& o) 
 
 EvalResult Observer::evaluate(const std::string& which, const Observation& o, bool full) {
   load_eval_params(which, o);
-  if (!full) {
-    size_t next = 0;
-    const auto& sample = data_.eval_batches();
-    return evaluate_batches(*eval_model_, [&](Batch& b) {
-      if (next == sample.size()) return false;
-      b = sample[next++];
-      return true;
-    });
+  // Large batches for the full evaluation: no activations are kept for a
+  // backward pass, so a batch costs only its forward pass's memory.
+  std::vector<Batch> batches;
+  if (full) {
+    const int64_t total = data_.full_eval_examples(), batch = cfg_.train.eval_batch_size;
+    for (int64_t first = 0; first < total; first += batch)
+      batches.push_back(data_.full_eval_batch(first, std::min(batch, total - first)));
+  } else {
+    batches = data_.eval_batches();
   }
-  // Large batches: no activations are kept for a backward pass, so a batch
-  // costs only its forward pass's memory.
-  const int64_t total = data_.full_eval_examples(), batch = cfg_.train.eval_batch_size;
-  int64_t first = 0;
-  return evaluate_batches(*eval_model_, [&](Batch& b) {
-    if (first >= total) return false;
-    const int64_t count = std::min(batch, total - first);
-    b = data_.full_eval_batch(first, count);
-    first += count;
-    return true;
-  });
+  return evaluate_batches_parallel(eval_models(batches.size()), batches);
+}
+
+// The evaluated model and, while the workers are parked, one replica of it
+// per further core, holding the same parameters.
+std::vector<Model*> Observer::eval_models(size_t batches) {
+  const size_t wanted = std::min<size_t>(batches, size_t(std::max<int64_t>(1, available_cores())));
+  while (1 + eval_replicas_.size() < wanted)
+    eval_replicas_.push_back(make_model(cfg_.model, data_.vocab_size(), static_cast<uint64_t>(cfg_.run.seed),
+                                        data_.tokens_per_example()));
+  std::vector<Model*> models = {eval_model_.get()};
+  at::NoGradGuard no_grad;
+  const auto src = eval_model_->parameters();
+  for (size_t r = 0; r + 1 < wanted; ++r) {
+    auto dst = eval_replicas_[r]->parameters();
+    for (size_t k = 0; k < dst.size(); ++k) dst[k].copy_(src[k]);
+    models.push_back(eval_replicas_[r].get());
+  }
+  return models;
 }
 
 void Observer::write_start_event(int64_t threads_per_worker) {
@@ -373,6 +388,7 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
                       {"final_eval_tokens", summary_.final_eval_tokens},
                       {"final_eval_s", summary_.final_eval_wall_seconds},
                       {"eval_s", summary_.eval_wall_seconds},
+                      {"startup_s", number_or_null(startup_s_)},
                       {"bytes_sent_by_tag_total", by_tag},
                       {"ledger_per_worker", per_worker}};
   // Bitwise fingerprints of every worker's final parameters: equal runs

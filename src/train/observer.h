@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,10 @@ class Observer {
            const NetworkModel& net, bool real_run);
   // Starts the wall clock (of this process's part of the run).
   void start();
+  // Called by every worker as it begins its first step; the first call
+  // records the start-up time (process start to training), kept as
+  // "startup_s" in the end event.
+  void first_step_started();
   void write_start_event(int64_t threads_per_worker);
   // Whether the observation of `step` needs every worker's parameters.
   bool needs_params(int64_t step, bool log, bool eval, bool has_global) const;
@@ -74,6 +80,7 @@ class Observer {
   void load_eval_params(const std::string& which, const Observation& o);
   // Evaluates them on the fixed sample, or (`full`) on the whole validation split.
   EvalResult evaluate(const std::string& which, const Observation& o, bool full);
+  std::vector<Model*> eval_models(size_t batches);
   void log_outages(int64_t step, double sim_time);
   void finish(const Observation& o, double loss, double sim_time, double compute, double sent, double tokens_per_s);
   double seconds_since_start() const;
@@ -87,7 +94,10 @@ class Observer {
   bool real_;
   int64_t workers_;
   bool islands_;  // islands.devices > 1: bytes are split by link class
+  std::once_flag first_step_;
+  double startup_s_ = std::numeric_limits<double>::quiet_NaN();
   std::shared_ptr<Model> eval_model_;
+  std::vector<std::shared_ptr<Model>> eval_replicas_;  // eval_model_'s copies for the other cores
   // θ_0 of the agreement metrics: the workers' common initial parameters,
   // rebuilt like theirs (make_model with the run seed), so also on resume.
   std::vector<at::Tensor> initial_params_;

@@ -25,18 +25,26 @@ int64_t threads_per_worker(int64_t total, int64_t workers) {
   return std::max<int64_t>(1, budget / std::max<int64_t>(1, workers));
 }
 
-void set_compute_threads(int64_t threads) {
+void set_compute_threads(int64_t threads, bool onednn_products) {
   // ATen's element-wise kernels stay on the calling thread: on these small
   // models their OpenMP pool, spinning between regions, competes with
   // OpenBLAS's pool for the same cores and made a 2-thread step slower than
   // a 1-thread one. GEMMs, where the time goes, get all `threads`.
-  at::set_num_threads(1);
+  // With bf16 the products are oneDNN's, on ATen's pool, and OpenBLAS has
+  // little left to do: that pool gets the threads instead.
+  at::set_num_threads(onednn_products ? static_cast<int>(threads) : 1);
   // OpenBLAS keeps its own pool; LibTorch does not tell it. Looked up at run
   // time so that builds against other BLAS libraries still link.
   using SetThreads = void (*)(int);
   static const auto openblas_set =
       reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
   if (openblas_set) openblas_set(static_cast<int>(threads));
+}
+
+int64_t compute_threads() {
+  using GetThreads = int (*)();
+  static const auto openblas_get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return openblas_get ? openblas_get() : 1;
 }
 
 void tune_allocator() {

@@ -12,8 +12,12 @@ int64_t available_cores();
 // Threads each of `workers` workers may use out of `total` (0 = all cores).
 int64_t threads_per_worker(int64_t total, int64_t workers);
 // Gives the calling worker `threads` BLAS threads (ATen element-wise ops run
-// single-threaded; see threads.cpp for why).
-void set_compute_threads(int64_t threads);
+// single-threaded; see threads.cpp for why). `onednn_products`: the matrix
+// products run in oneDNN (train.precision = bf16), which takes ATen's own
+// thread count, so ATen gets the threads too.
+void set_compute_threads(int64_t threads, bool onednn_products = false);
+// The BLAS thread count set_compute_threads last gave (1 without OpenBLAS).
+int64_t compute_threads();
 // Keeps freed memory in the process for reuse (call once, early).
 void tune_allocator();
 // OpenBLAS's kernel family ("Haswell", "Cooperlake"), or "" without OpenBLAS.
