@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace atl {
 
@@ -86,9 +89,17 @@ at::Tensor BlockDct::encode(const at::Tensor& x) const {
     // Rows of (a / n1, n1) are blocks: c = D1 x for each, i.e. X D1^T.
     return at::matmul(x.detach().reshape({rows_ / n1_, n1_}), d1.t()).contiguous();
   }
+  // D1 X D2^T of every block as two plain GEMMs on the tensor's own layout,
+  // (a, b) = (R n1, C n2) viewed (R, n1, C n2): D1 times each row of blocks
+  // (R GEMMs of n1 x n1 by n1 x b), then D2 on every length-n2 run of a row
+  // (one GEMM of a b / n2 x n2 by n2 x n2). The same products in the same
+  // order as per-block matmuls, without expanding D1 per block or copying X
+  // into block order first; one copy at the end puts blocks in row-major order.
   const at::Tensor& d2 = matrix(n2_, x.scalar_type());
-  const at::Tensor b = x.detach().reshape({rows_ / n1_, n1_, cols_ / n2_, n2_}).permute({0, 2, 1, 3});
-  return at::matmul(at::matmul(d1, b), d2.t()).reshape({blocks(), block_size()});
+  const int64_t R = rows_ / n1_, C = cols_ / n2_;
+  const at::Tensor t = at::bmm(d1.expand({R, n1_, n1_}), x.detach().reshape({R, n1_, cols_}));
+  const at::Tensor c = at::mm(t.view({rows_ * C, n2_}), d2.t());
+  return c.view({R, n1_, C, n2_}).permute({0, 2, 1, 3}).reshape({blocks(), block_size()});
 }
 
 at::Tensor BlockDct::decode(const at::Tensor& coeffs) const {
@@ -99,9 +110,13 @@ at::Tensor BlockDct::decode(const at::Tensor& coeffs) const {
                                 shape_str(coeffs.sizes()));
   const at::Tensor& d1 = matrix(n1_, coeffs.scalar_type());
   if (!two_d_) return at::matmul(coeffs, d1).reshape(shape_);  // orthonormal: the inverse is D^T
+  // encode's steps backwards: one copy from block order into the tensor's
+  // layout, D1^T on each row of blocks, then D2 on every length-n2 run.
   const at::Tensor& d2 = matrix(n2_, coeffs.scalar_type());
-  const at::Tensor c = coeffs.reshape({rows_ / n1_, cols_ / n2_, n1_, n2_});
-  return at::matmul(at::matmul(d1.t(), c), d2).permute({0, 2, 1, 3}).reshape(shape_);
+  const int64_t R = rows_ / n1_, C = cols_ / n2_;
+  const at::Tensor c = coeffs.reshape({R, C, n1_, n2_}).permute({0, 2, 1, 3}).reshape({R, n1_, cols_});
+  const at::Tensor t = at::bmm(d1.t().expand({R, n1_, n1_}), c);
+  return at::mm(t.view({rows_ * C, n2_}), d2).view(shape_);
 }
 
 BlockTopK block_topk(const at::Tensor& coeffs, int64_t k) {
@@ -113,26 +128,55 @@ BlockTopK block_topk(const at::Tensor& coeffs, int64_t k) {
   k = std::min(k, n);
   BlockTopK out{at::empty({rows, k}, at::kLong), at::empty({rows, k}, c.options())};
   AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "block_topk", [&] {
-    std::vector<scalar_t> key(static_cast<size_t>(n));
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    // A strict total order (|v| descending, then index ascending), so the k
-    // first are unique: no dependence on the selection algorithm's tie order.
-    const auto before = [&key](int64_t i, int64_t j) {
-      return key[size_t(i)] > key[size_t(j)] || (key[size_t(i)] == key[size_t(j)] && i < j);
+    using U = std::conditional_t<sizeof(scalar_t) == 4, uint32_t, uint64_t>;
+    // |v| as its bit pattern with the sign cleared orders like |v| (see
+    // compress/magnitude_select.h); NaN's patterns lie above infinity's and
+    // are clamped to it, so NaN ties with infinity as the old float key did.
+    const scalar_t inf = std::numeric_limits<scalar_t>::infinity();
+    U inf_key;
+    std::memcpy(&inf_key, &inf, sizeof inf_key);
+    // Top 11 bits of a key: its binade and first mantissa bits (float) or its binade (double).
+    constexpr int kShift = int(8 * sizeof(U)) - 1 - 11;
+    std::vector<U> key(static_cast<size_t>(n));
+    std::vector<int32_t> hist(size_t(1) << 11);
+    std::vector<std::pair<U, int64_t>> cand;
+    // The strict total order (|v| descending, then index ascending): the k
+    // first are unique, whatever order a selection leaves ties in.
+    const auto before = [](const std::pair<U, int64_t>& a, const std::pair<U, int64_t>& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
     };
     const scalar_t* in = c.data_ptr<scalar_t>();
     int64_t* index = out.index.data_ptr<int64_t>();
     scalar_t* value = out.value.data_ptr<scalar_t>();
     for (int64_t r = 0; r < rows; ++r) {
       const scalar_t* row = in + r * n;
+      std::fill(hist.begin(), hist.end(), 0);
+      U top = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        U bits;
+        std::memcpy(&bits, row + j, sizeof bits);
+        const U kj = std::min<U>(bits & (std::numeric_limits<U>::max() >> 1), inf_key);
+        key[size_t(j)] = kj;
+        ++hist[size_t(kj >> kShift)];
+        top = std::max(top, kj);
+      }
+      // The bucket holding the k-th largest key; everything from its lower
+      // edge up is a candidate (the k winners and a bucket's worth more).
+      size_t b = size_t(top >> kShift);
+      for (int64_t above = 0; b > 0 && above + hist[b] < k; --b) above += hist[b];
+      const U low = U(b) << kShift;
+      cand.clear();
       for (int64_t j = 0; j < n; ++j)
-        key[size_t(j)] = std::isnan(row[j]) ? std::numeric_limits<scalar_t>::infinity() : std::abs(row[j]);
-      std::iota(order.begin(), order.end(), int64_t(0));
-      std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), before);
-      std::sort(order.begin(), order.begin() + k, before);
+        if (key[size_t(j)] >= low) cand.emplace_back(key[size_t(j)], j);
+      auto last = cand.end();
+      if (int64_t(cand.size()) > 4 * k + 64) {  // a crowded bucket (many ties): select, then sort
+        std::nth_element(cand.begin(), cand.begin() + (k - 1), cand.end(), before);
+        last = cand.begin() + k;
+      }
+      std::sort(cand.begin(), last, before);
       for (int64_t j = 0; j < k; ++j) {
-        index[r * k + j] = order[size_t(j)];
-        value[r * k + j] = row[order[size_t(j)]];
+        index[r * k + j] = cand[size_t(j)].second;
+        value[r * k + j] = row[cand[size_t(j)].second];
       }
     }
   });
