@@ -193,6 +193,38 @@ TEST(DctTopK, MatchesSortingEachRowWithTiesNanInfinityAndSignedZeros) {
   check_rows_against_sorting<double>(at::kDouble, 32);
 }
 
+// DeMo works in the row layout; every function must give bitwise what the
+// block-order one gives, coefficient for coefficient.
+TEST(DctRowLayout, EveryFunctionGivesBitwiseTheBlockOrderResult) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+           {128, 192}, {85, 192}, {10, 7}, {3, 200}, {100}, {67}, {6, 4, 10}}) {
+    for (auto dtype : {at::kFloat, at::kDouble}) {
+      const BlockDct d(shape, 64);
+      const CoefficientLayout layout = d.row_layout();
+      const at::Tensor x = gaussian(shape, 40, dtype);
+      const at::Tensor blocks = d.encode(x), rows = d.encode_rows(x);
+      ASSERT_EQ(rows.numel(), blocks.numel());
+      at::Tensor moved = at::empty_like(blocks);
+      for (int64_t b = 0; b < d.blocks(); ++b)
+        for (int64_t e = 0; e < d.block_size(); ++e)
+          moved[b][e] = rows.reshape({-1})[layout.offset(b, e)];
+      EXPECT_TRUE(bitwise_equal(moved, blocks)) << shape.size() << " " << dtype;
+      EXPECT_TRUE(bitwise_equal(d.decode_rows(rows), d.decode(blocks)));
+      const int64_t k = std::min<int64_t>(5, d.block_size());
+      const BlockTopK a = block_topk(blocks, k), b = block_topk(rows, layout, d.blocks(), d.block_size(), k);
+      EXPECT_TRUE(at::equal(a.index, b.index));
+      EXPECT_TRUE(bitwise_equal(a.value, b.value));
+      const BlockTopK other = block_topk(gaussian({d.blocks(), d.block_size()}, 41, dtype), k);
+      const at::Tensor mean_rows = scatter_mean({a, other, a}, layout, d.blocks(), d.block_size());
+      const at::Tensor mean_blocks = scatter_mean({a, other, a}, d.blocks(), d.block_size());
+      at::Tensor mean_moved = at::empty_like(mean_blocks);
+      for (int64_t bl = 0; bl < d.blocks(); ++bl)
+        for (int64_t e = 0; e < d.block_size(); ++e) mean_moved[bl][e] = mean_rows[layout.offset(bl, e)];
+      EXPECT_TRUE(bitwise_equal(mean_moved, mean_blocks));
+    }
+  }
+}
+
 TEST(DctScatterMean, AveragesOnlyOverTheWorkersThatSentACoefficient) {
   // Two blocks of 5; three workers, k = 2.
   const std::vector<BlockTopK> w = {

@@ -79,7 +79,12 @@ const at::Tensor& BlockDct::matrix(int64_t n, at::ScalarType dtype) const {
   return dtype == at::kDouble ? double_.at(i) : float_.at(i);
 }
 
-at::Tensor BlockDct::encode(const at::Tensor& x) const {
+CoefficientLayout BlockDct::row_layout() const {
+  // A 1-D plan's blocks are contiguous runs of n1: its row layout is block order.
+  return two_d_ ? CoefficientLayout{n1_, cols_ / n2_, n2_} : CoefficientLayout{1, 1, n1_};
+}
+
+at::Tensor BlockDct::encode_rows(const at::Tensor& x) const {
   check_float(x, "BlockDct::encode input");
   if (x.sizes() != at::IntArrayRef(shape_))
     throw std::invalid_argument("BlockDct planned for " + shape_str(shape_) + ", got " +
@@ -94,12 +99,31 @@ at::Tensor BlockDct::encode(const at::Tensor& x) const {
   // (R GEMMs of n1 x n1 by n1 x b), then D2 on every length-n2 run of a row
   // (one GEMM of a b / n2 x n2 by n2 x n2). The same products in the same
   // order as per-block matmuls, without expanding D1 per block or copying X
-  // into block order first; one copy at the end puts blocks in row-major order.
+  // into block order first.
   const at::Tensor& d2 = matrix(n2_, x.scalar_type());
   const int64_t R = rows_ / n1_, C = cols_ / n2_;
   const at::Tensor t = at::bmm(d1.expand({R, n1_, n1_}), x.detach().reshape({R, n1_, cols_}));
-  const at::Tensor c = at::mm(t.view({rows_ * C, n2_}), d2.t());
-  return c.view({R, n1_, C, n2_}).permute({0, 2, 1, 3}).reshape({blocks(), block_size()});
+  return at::mm(t.view({rows_ * C, n2_}), d2.t());
+}
+
+at::Tensor BlockDct::encode(const at::Tensor& x) const {
+  const at::Tensor c = encode_rows(x);
+  if (!two_d_) return c;
+  return c.view({rows_ / n1_, n1_, cols_ / n2_, n2_}).permute({0, 2, 1, 3}).reshape({blocks(), block_size()});
+}
+
+at::Tensor BlockDct::decode_rows(const at::Tensor& coeffs) const {
+  check_float(coeffs, "BlockDct::decode input");
+  if (coeffs.numel() != blocks() * block_size())
+    throw std::invalid_argument("BlockDct::decode expects " + std::to_string(blocks() * block_size()) +
+                                " coefficients, got " + shape_str(coeffs.sizes()));
+  const at::Tensor& d1 = matrix(n1_, coeffs.scalar_type());
+  if (!two_d_) return at::matmul(coeffs.reshape({blocks(), n1_}), d1).reshape(shape_);  // the inverse is D^T
+  // encode's steps backwards: D1^T on each row of blocks, then D2 on every length-n2 run.
+  const at::Tensor& d2 = matrix(n2_, coeffs.scalar_type());
+  const int64_t R = rows_ / n1_, C = cols_ / n2_;
+  const at::Tensor t = at::bmm(d1.t().expand({R, n1_, n1_}), coeffs.reshape({R, n1_, cols_}));
+  return at::mm(t.view({rows_ * C, n2_}), d2).view(shape_);
 }
 
 at::Tensor BlockDct::decode(const at::Tensor& coeffs) const {
@@ -108,23 +132,29 @@ at::Tensor BlockDct::decode(const at::Tensor& coeffs) const {
     throw std::invalid_argument("BlockDct::decode expects (" + std::to_string(blocks()) + ", " +
                                 std::to_string(block_size()) + ") coefficients, got " +
                                 shape_str(coeffs.sizes()));
-  const at::Tensor& d1 = matrix(n1_, coeffs.scalar_type());
-  if (!two_d_) return at::matmul(coeffs, d1).reshape(shape_);  // orthonormal: the inverse is D^T
-  // encode's steps backwards: one copy from block order into the tensor's
-  // layout, D1^T on each row of blocks, then D2 on every length-n2 run.
-  const at::Tensor& d2 = matrix(n2_, coeffs.scalar_type());
-  const int64_t R = rows_ / n1_, C = cols_ / n2_;
-  const at::Tensor c = coeffs.reshape({R, C, n1_, n2_}).permute({0, 2, 1, 3}).reshape({R, n1_, cols_});
-  const at::Tensor t = at::bmm(d1.t().expand({R, n1_, n1_}), c);
-  return at::mm(t.view({rows_ * C, n2_}), d2).view(shape_);
+  if (!two_d_) return decode_rows(coeffs);
+  // One copy from block order into the tensor's layout.
+  return decode_rows(
+      coeffs.reshape({rows_ / n1_, cols_ / n2_, n1_, n2_}).permute({0, 2, 1, 3}).reshape({rows_, cols_}));
 }
 
 BlockTopK block_topk(const at::Tensor& coeffs, int64_t k) {
   check_float(coeffs, "block_topk input");
   if (coeffs.dim() != 2) throw std::invalid_argument("block_topk expects (blocks, block_size) coefficients");
+  return block_topk(coeffs.contiguous(), CoefficientLayout{1, 1, coeffs.size(1)}, coeffs.size(0),
+                    coeffs.size(1), k);
+}
+
+BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, int64_t blocks,
+                     int64_t block_size, int64_t k) {
+  check_float(coeffs, "block_topk input");
+  if (!coeffs.is_contiguous() || coeffs.numel() != blocks * block_size ||
+      layout.n1 * layout.n2 != block_size)
+    throw std::invalid_argument("block_topk expects contiguous coefficients of " + std::to_string(blocks) +
+                                " blocks of " + std::to_string(block_size) + ", got " + shape_str(coeffs.sizes()));
   if (k < 1) throw std::invalid_argument("block_topk needs k >= 1, got " + std::to_string(k));
-  const at::Tensor c = coeffs.detach().contiguous();
-  const int64_t rows = c.size(0), n = c.size(1);
+  const at::Tensor c = coeffs.detach();
+  const int64_t rows = blocks, n = block_size;
   k = std::min(k, n);
   BlockTopK out{at::empty({rows, k}, at::kLong), at::empty({rows, k}, c.options())};
   AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "block_topk", [&] {
@@ -149,16 +179,20 @@ BlockTopK block_topk(const at::Tensor& coeffs, int64_t k) {
     int64_t* index = out.index.data_ptr<int64_t>();
     scalar_t* value = out.value.data_ptr<scalar_t>();
     for (int64_t r = 0; r < rows; ++r) {
-      const scalar_t* row = in + r * n;
       std::fill(hist.begin(), hist.end(), 0);
       U top = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        U bits;
-        std::memcpy(&bits, row + j, sizeof bits);
-        const U kj = std::min<U>(bits & (std::numeric_limits<U>::max() >> 1), inf_key);
-        key[size_t(j)] = kj;
-        ++hist[size_t(kj >> kShift)];
-        top = std::max(top, kj);
+      // A block is n1 runs of n2 contiguous coefficients in the layout.
+      for (int64_t u = 0; u < layout.n1; ++u) {
+        const scalar_t* run = in + layout.offset(r, u * layout.n2);
+        U* run_key = key.data() + u * layout.n2;
+        for (int64_t v = 0; v < layout.n2; ++v) {
+          U bits;
+          std::memcpy(&bits, run + v, sizeof bits);
+          const U kv = std::min<U>(bits & (std::numeric_limits<U>::max() >> 1), inf_key);
+          run_key[v] = kv;
+          ++hist[size_t(kv >> kShift)];
+          top = std::max(top, kv);
+        }
       }
       // The bucket holding the k-th largest key; everything from its lower
       // edge up is a candidate (the k winners and a bucket's worth more).
@@ -176,7 +210,7 @@ BlockTopK block_topk(const at::Tensor& coeffs, int64_t k) {
       std::sort(cand.begin(), last, before);
       for (int64_t j = 0; j < k; ++j) {
         index[r * k + j] = cand[size_t(j)].second;
-        value[r * k + j] = row[cand[size_t(j)].second];
+        value[r * k + j] = in[layout.offset(r, cand[size_t(j)].second)];
       }
     }
   });
@@ -184,9 +218,17 @@ BlockTopK block_topk(const at::Tensor& coeffs, int64_t k) {
 }
 
 at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, int64_t blocks, int64_t block_size) {
-  if (blocks < 0 || block_size < 1)
+  if (block_size < 1) throw std::invalid_argument("scatter_mean needs blocks >= 0 and block_size >= 1");
+  return scatter_mean(from_workers, CoefficientLayout{1, 1, block_size}, blocks, block_size)
+      .view({blocks, block_size});
+}
+
+at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, const CoefficientLayout& layout,
+                        int64_t blocks, int64_t block_size) {
+  if (blocks < 0 || block_size < 1 || layout.n1 * layout.n2 != block_size)
     throw std::invalid_argument("scatter_mean needs blocks >= 0 and block_size >= 1");
   const at::ScalarType dtype = from_workers.empty() ? at::kFloat : from_workers[0].value.scalar_type();
+  std::vector<at::Tensor> idx, val;
   for (size_t w = 0; w < from_workers.size(); ++w) {
     const BlockTopK& s = from_workers[w];
     check_float(s.value, "scatter_mean values");
@@ -198,29 +240,39 @@ at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, int64_t bloc
       throw std::invalid_argument("scatter_mean: worker " + std::to_string(w) + " sent index " +
                                   shape_str(s.index.sizes()) + " and value " + shape_str(s.value.sizes()) +
                                   ", expected matching (" + std::to_string(blocks) + ", k)");
+    idx.push_back(s.index.contiguous());
+    val.push_back(s.value.contiguous());
   }
-  at::Tensor sum = at::zeros({blocks, block_size}, at::TensorOptions().dtype(dtype));
-  std::vector<int32_t> senders(static_cast<size_t>(blocks * block_size), 0);
+  at::Tensor sum = at::zeros({blocks * block_size}, at::TensorOptions().dtype(dtype));
+  // Senders per coefficient of the current block only; reset as they are used.
+  std::vector<int32_t> senders(static_cast<size_t>(block_size), 0);
   AT_DISPATCH_FLOATING_TYPES(dtype, "scatter_mean", [&] {
     scalar_t* out = sum.data_ptr<scalar_t>();
-    for (size_t w = 0; w < from_workers.size(); ++w) {
-      const at::Tensor idx = from_workers[w].index.contiguous(), val = from_workers[w].value.contiguous();
-      const int64_t k = idx.size(1);
-      const int64_t* ip = idx.data_ptr<int64_t>();
-      const scalar_t* vp = val.data_ptr<scalar_t>();
-      for (int64_t r = 0; r < blocks; ++r) {
+    for (int64_t r = 0; r < blocks; ++r) {
+      // Workers in the given order: every coefficient's sum runs in rank order.
+      for (size_t w = 0; w < idx.size(); ++w) {
+        const int64_t k = idx[w].size(1);
+        const int64_t* ip = idx[w].data_ptr<int64_t>() + r * k;
+        const scalar_t* vp = val[w].data_ptr<scalar_t>() + r * k;
         for (int64_t j = 0; j < k; ++j) {
-          const int64_t i = ip[r * k + j];
+          const int64_t i = ip[j];
           if (i < 0 || i >= block_size)
             throw std::out_of_range("scatter_mean: worker " + std::to_string(w) + " sent index " +
                                     std::to_string(i) + " outside a block of " + std::to_string(block_size));
-          out[r * block_size + i] += vp[r * k + j];
-          senders[size_t(r * block_size + i)] += 1;
+          out[layout.offset(r, i)] += vp[j];
+          senders[size_t(i)] += 1;
+        }
+      }
+      for (size_t w = 0; w < idx.size(); ++w) {
+        const int64_t k = idx[w].size(1);
+        const int64_t* ip = idx[w].data_ptr<int64_t>() + r * k;
+        for (int64_t j = 0; j < k; ++j) {
+          int32_t& n = senders[size_t(ip[j])];
+          if (n > 1) out[layout.offset(r, ip[j])] /= static_cast<scalar_t>(n);
+          n = 0;  // divided once; later mentions of the coefficient find 0
         }
       }
     }
-    for (size_t i = 0; i < senders.size(); ++i)
-      if (senders[i] > 1) out[i] /= static_cast<scalar_t>(senders[i]);
   });
   return sum;
 }
