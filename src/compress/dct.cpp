@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "compress/vector_clones.h"
+
 namespace atl {
 
 namespace {
@@ -27,6 +29,37 @@ void check_float(const at::Tensor& t, const char* what) {
   if (!t.defined() || (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble))
     throw std::invalid_argument(std::string(what) + " must be a float32 or float64 tensor");
   if (!t.device().is_cpu()) throw std::invalid_argument(std::string(what) + " must be on the CPU");
+}
+
+// block_topk's keys for a run of coefficients: |v|'s bit pattern (sign
+// cleared), which orders like |v|, with NaN's patterns (above infinity's)
+// clamped to infinity's, so NaN ties with infinity as a float key would.
+// Branch-free, so the compiler vectorises them (AVX2 clones on x86-64).
+ATOLL_VECTOR_CLONES void magnitude_keys(const float* in, uint32_t* key, int64_t len) {
+  for (int64_t i = 0; i < len; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, in + i, sizeof bits);
+    const uint32_t k = bits & 0x7fffffffu;
+    key[i] = k < 0x7f800000u ? k : 0x7f800000u;
+  }
+}
+ATOLL_VECTOR_CLONES void magnitude_keys(const double* in, uint64_t* key, int64_t len) {
+  for (int64_t i = 0; i < len; ++i) {
+    uint64_t bits;
+    std::memcpy(&bits, in + i, sizeof bits);
+    const uint64_t k = bits & 0x7fffffffffffffffull;
+    key[i] = k < 0x7ff0000000000000ull ? k : 0x7ff0000000000000ull;
+  }
+}
+ATOLL_VECTOR_CLONES uint32_t max_key(const uint32_t* key, int64_t len) {
+  uint32_t m = 0;
+  for (int64_t i = 0; i < len; ++i) m = m < key[i] ? key[i] : m;
+  return m;
+}
+ATOLL_VECTOR_CLONES uint64_t max_key(const uint64_t* key, int64_t len) {
+  uint64_t m = 0;
+  for (int64_t i = 0; i < len; ++i) m = m < key[i] ? key[i] : m;
+  return m;
 }
 
 }  // namespace
@@ -159,17 +192,16 @@ BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, 
   BlockTopK out{at::empty({rows, k}, at::kLong), at::empty({rows, k}, c.options())};
   AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "block_topk", [&] {
     using U = std::conditional_t<sizeof(scalar_t) == 4, uint32_t, uint64_t>;
-    // |v| as its bit pattern with the sign cleared orders like |v| (see
-    // compress/magnitude_select.h); NaN's patterns lie above infinity's and
-    // are clamped to it, so NaN ties with infinity as the old float key did.
-    const scalar_t inf = std::numeric_limits<scalar_t>::infinity();
-    U inf_key;
-    std::memcpy(&inf_key, &inf, sizeof inf_key);
-    // Top 11 bits of a key: its binade and first mantissa bits (float) or its binade (double).
-    constexpr int kShift = int(8 * sizeof(U)) - 1 - 11;
+    // Integer keys (magnitude_keys above) rank like |v|; no float comparator.
     std::vector<U> key(static_cast<size_t>(n));
-    std::vector<int32_t> hist(size_t(1) << 11);
-    std::vector<std::pair<U, int64_t>> cand;
+    // Groups of the row: at least k of them, so the k-th largest group
+    // maximum is a key that k entries reach; the k-th largest entry is at or
+    // above it. Entries from there up are the candidates: for k = 32 of 4096
+    // distinct values, typically k and a few dozen more, not the whole row.
+    const int64_t group = (n + std::min(n, 2 * k) - 1) / std::min(n, 2 * k);
+    const int64_t groups = (n + group - 1) / group;
+    std::vector<U> group_max(static_cast<size_t>(groups)), maxima(static_cast<size_t>(groups));
+    std::vector<std::pair<U, int64_t>> cand(static_cast<size_t>(n));
     // The strict total order (|v| descending, then index ascending): the k
     // first are unique, whatever order a selection leaves ties in.
     const auto before = [](const std::pair<U, int64_t>& a, const std::pair<U, int64_t>& b) {
@@ -178,33 +210,26 @@ BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, 
     const scalar_t* in = c.data_ptr<scalar_t>();
     int64_t* index = out.index.data_ptr<int64_t>();
     scalar_t* value = out.value.data_ptr<scalar_t>();
+    U* const kp = key.data();
     for (int64_t r = 0; r < rows; ++r) {
-      std::fill(hist.begin(), hist.end(), 0);
-      U top = 0;
       // A block is n1 runs of n2 contiguous coefficients in the layout.
-      for (int64_t u = 0; u < layout.n1; ++u) {
-        const scalar_t* run = in + layout.offset(r, u * layout.n2);
-        U* run_key = key.data() + u * layout.n2;
-        for (int64_t v = 0; v < layout.n2; ++v) {
-          U bits;
-          std::memcpy(&bits, run + v, sizeof bits);
-          const U kv = std::min<U>(bits & (std::numeric_limits<U>::max() >> 1), inf_key);
-          run_key[v] = kv;
-          ++hist[size_t(kv >> kShift)];
-          top = std::max(top, kv);
-        }
+      for (int64_t u = 0; u < layout.n1; ++u)
+        magnitude_keys(in + layout.offset(r, u * layout.n2), kp + u * layout.n2, layout.n2);
+      for (int64_t g = 0; g < groups; ++g)
+        group_max[size_t(g)] = max_key(kp + g * group, std::min(group, n - g * group));
+      maxima = group_max;
+      std::nth_element(maxima.begin(), maxima.begin() + (k - 1), maxima.end(), std::greater<U>());
+      const U low = maxima[size_t(k - 1)];
+      // Only groups whose maximum reaches `low` hold candidates.
+      int64_t count = 0;
+      for (int64_t g = 0; g < groups; ++g) {
+        if (group_max[size_t(g)] < low) continue;
+        for (int64_t j = g * group; j < std::min(n, (g + 1) * group); ++j)
+          if (kp[j] >= low) cand[size_t(count++)] = {kp[j], j};
       }
-      // The bucket holding the k-th largest key; everything from its lower
-      // edge up is a candidate (the k winners and a bucket's worth more).
-      size_t b = size_t(top >> kShift);
-      for (int64_t above = 0; b > 0 && above + hist[b] < k; --b) above += hist[b];
-      const U low = U(b) << kShift;
-      cand.clear();
-      for (int64_t j = 0; j < n; ++j)
-        if (key[size_t(j)] >= low) cand.emplace_back(key[size_t(j)], j);
-      auto last = cand.end();
-      if (int64_t(cand.size()) > 4 * k + 64) {  // a crowded bucket (many ties): select, then sort
-        std::nth_element(cand.begin(), cand.begin() + (k - 1), cand.end(), before);
+      auto last = cand.begin() + count;
+      if (count > 4 * k + 64) {  // many ties at the threshold: select, then sort
+        std::nth_element(cand.begin(), cand.begin() + (k - 1), last, before);
         last = cand.begin() + k;
       }
       std::sort(cand.begin(), last, before);
