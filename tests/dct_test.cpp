@@ -225,6 +225,20 @@ TEST(DctRowLayout, EveryFunctionGivesBitwiseTheBlockOrderResult) {
   }
 }
 
+TEST(DctRowLayout, SubtractDecodedIsBitwiseTheSubtractionOfTheDecodedTensor) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+           {768, 256}, {256, 1024}, {85, 192}, {10, 7}, {3, 200}, {256}, {67}, {6, 4, 10}}) {
+    for (auto dtype : {at::kFloat, at::kDouble}) {
+      const BlockDct d(shape, 64);
+      const at::Tensor coeffs = d.encode_rows(gaussian(shape, 42, dtype));
+      const at::Tensor target = gaussian(shape, 43, dtype);
+      at::Tensor fused = target.clone();
+      d.subtract_decoded(coeffs, fused);
+      EXPECT_TRUE(bitwise_equal(fused, target - d.decode_rows(coeffs))) << shape.size() << " " << dtype;
+    }
+  }
+}
+
 TEST(DctScatterMean, AveragesOnlyOverTheWorkersThatSentACoefficient) {
   // Two blocks of 5; three workers, k = 2.
   const std::vector<BlockTopK> w = {

@@ -159,6 +159,24 @@ at::Tensor BlockDct::decode_rows(const at::Tensor& coeffs) const {
   return at::mm(t.view({rows_ * C, n2_}), d2).view(shape_);
 }
 
+void BlockDct::subtract_decoded(const at::Tensor& coeffs, at::Tensor& target) const {
+  check_float(coeffs, "BlockDct::decode input");
+  if (coeffs.numel() != blocks() * block_size() || target.sizes() != at::IntArrayRef(shape_) ||
+      !target.is_contiguous() || target.scalar_type() != coeffs.scalar_type())
+    throw std::invalid_argument("BlockDct::subtract_decoded: coefficients " + shape_str(coeffs.sizes()) +
+                                " and target " + shape_str(target.sizes()) + " do not fit the plan " +
+                                shape_str(shape_));
+  const at::Tensor& d1 = matrix(n1_, coeffs.scalar_type());
+  if (!two_d_) {
+    target.view({blocks(), n1_}).addmm_(coeffs.reshape({blocks(), n1_}), d1, 1, -1);
+    return;
+  }
+  const at::Tensor& d2 = matrix(n2_, coeffs.scalar_type());
+  const int64_t R = rows_ / n1_, C = cols_ / n2_;
+  const at::Tensor t = at::bmm(d1.t().expand({R, n1_, n1_}), coeffs.reshape({R, n1_, cols_}));
+  target.view({rows_ * C, n2_}).addmm_(t.view({rows_ * C, n2_}), d2, 1, -1);
+}
+
 at::Tensor BlockDct::decode(const at::Tensor& coeffs) const {
   check_float(coeffs, "BlockDct::decode input");
   if (coeffs.dim() != 2 || coeffs.size(0) != blocks() || coeffs.size(1) != block_size())

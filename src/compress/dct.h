@@ -56,6 +56,11 @@ class BlockDct {
   // values encode / decode compute.
   at::Tensor encode_rows(const at::Tensor& x) const;
   at::Tensor decode_rows(const at::Tensor& coeffs) const;
+  // target (contiguous, of the planned shape) -= decode_rows(coeffs), the
+  // subtraction done by the last GEMM (C = C - A B): no decoded tensor and no
+  // separate pass. Bitwise target.sub_(decode_rows(coeffs)): -1 times the
+  // product is exact and the difference is rounded once either way.
+  void subtract_decoded(const at::Tensor& coeffs, at::Tensor& target) const;
   CoefficientLayout row_layout() const;
   int64_t blocks() const { return (rows_ / n1_) * (cols_ / n2_); }
   int64_t block_size() const { return n1_ * n2_; }

@@ -99,7 +99,11 @@ void DemoStrategy::step(int64_t, double lr) {
     // What was sent, written over the coefficients (no longer needed).
     coefficients.zero_();
     scatter_sent(coefficients, layout, top.index, values);
-    m.sub_(plan.dct.decode_rows(coefficients));
+    if (m.is_contiguous()) {
+      plan.dct.subtract_decoded(coefficients, m);
+    } else {
+      m.sub_(plan.dct.decode_rows(coefficients));
+    }
     put(wire + plan.value_offset, values);
     put(wire + plan.index_offset, top.index.to(index_dtype_).contiguous());
   }
