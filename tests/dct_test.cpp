@@ -6,7 +6,11 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -143,6 +147,96 @@ TEST(DctTopK, KIsClampedToTheBlockSizeAndTiesGoToTheLowerIndex) {
   const BlockTopK all = block_topk(c, 100);
   EXPECT_TRUE(at::equal(all.index, at::tensor({1L, 2L, 4L, 0L, 3L, 5L}, at::kLong).reshape({1, 6})));
   EXPECT_THROW(block_topk(c, 0), std::invalid_argument);
+}
+
+// The definition of block_topk's order, computed by sorting a whole row:
+// key |v| (NaN as infinity), descending, ties to the lower index.
+template <typename T>
+void check_rows_against_sorting(at::ScalarType dtype, uint64_t seed) {
+  const T specials[] = {T(0), -T(0), T(1), T(-1), T(0.5), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN(),
+                        -std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::denorm_min()};
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> u;
+  for (int64_t n : {1, 7, 64, 300}) {
+    for (int64_t k : {int64_t(1), int64_t(5), n / 2 + 1, n, n + 3}) {
+      const double special_share = u(rng);  // from a few ties to almost all
+      at::Tensor c = at::empty({6, n}, at::TensorOptions().dtype(dtype));
+      T* p = c.data_ptr<T>();
+      for (int64_t i = 0; i < c.numel(); ++i)
+        p[i] = u(rng) < special_share ? specials[rng() % std::size(specials)] : T(normal(rng));
+      const BlockTopK got = block_topk(c, k);
+      const int64_t kk = std::min(k, n);
+      at::Tensor index = at::empty({6, kk}, at::kLong), value = at::empty({6, kk}, c.options());
+      for (int64_t r = 0; r < 6; ++r) {
+        std::vector<int64_t> order(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j) order[size_t(j)] = j;
+        const T* row = p + r * n;
+        const auto key = [row](int64_t j) {
+          return std::isnan(row[j]) ? std::numeric_limits<T>::infinity() : std::abs(row[j]);
+        };
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return key(a) > key(b); });
+        for (int64_t j = 0; j < kk; ++j) {
+          index[r][j] = order[size_t(j)];
+          value.data_ptr<T>()[r * kk + j] = row[order[size_t(j)]];
+        }
+      }
+      EXPECT_TRUE(at::equal(got.index, index)) << "n " << n << " k " << k << " " << dtype;
+      EXPECT_TRUE(bitwise_equal(got.value, value)) << "n " << n << " k " << k << " " << dtype;
+    }
+  }
+}
+
+TEST(DctTopK, MatchesSortingEachRowWithTiesNanInfinityAndSignedZeros) {
+  check_rows_against_sorting<float>(at::kFloat, 31);
+  check_rows_against_sorting<double>(at::kDouble, 32);
+}
+
+// DeMo works in the row layout; every function must give bitwise what the
+// block-order one gives, coefficient for coefficient.
+TEST(DctRowLayout, EveryFunctionGivesBitwiseTheBlockOrderResult) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+           {128, 192}, {85, 192}, {10, 7}, {3, 200}, {100}, {67}, {6, 4, 10}}) {
+    for (auto dtype : {at::kFloat, at::kDouble}) {
+      const BlockDct d(shape, 64);
+      const CoefficientLayout layout = d.row_layout();
+      const at::Tensor x = gaussian(shape, 40, dtype);
+      const at::Tensor blocks = d.encode(x), rows = d.encode_rows(x);
+      ASSERT_EQ(rows.numel(), blocks.numel());
+      at::Tensor moved = at::empty_like(blocks);
+      for (int64_t b = 0; b < d.blocks(); ++b)
+        for (int64_t e = 0; e < d.block_size(); ++e)
+          moved[b][e] = rows.reshape({-1})[layout.offset(b, e)];
+      EXPECT_TRUE(bitwise_equal(moved, blocks)) << shape.size() << " " << dtype;
+      EXPECT_TRUE(bitwise_equal(d.decode_rows(rows), d.decode(blocks)));
+      const int64_t k = std::min<int64_t>(5, d.block_size());
+      const BlockTopK a = block_topk(blocks, k), b = block_topk(rows, layout, d.blocks(), d.block_size(), k);
+      EXPECT_TRUE(at::equal(a.index, b.index));
+      EXPECT_TRUE(bitwise_equal(a.value, b.value));
+      const BlockTopK other = block_topk(gaussian({d.blocks(), d.block_size()}, 41, dtype), k);
+      const at::Tensor mean_rows = scatter_mean({a, other, a}, layout, d.blocks(), d.block_size());
+      const at::Tensor mean_blocks = scatter_mean({a, other, a}, d.blocks(), d.block_size());
+      at::Tensor mean_moved = at::empty_like(mean_blocks);
+      for (int64_t bl = 0; bl < d.blocks(); ++bl)
+        for (int64_t e = 0; e < d.block_size(); ++e) mean_moved[bl][e] = mean_rows[layout.offset(bl, e)];
+      EXPECT_TRUE(bitwise_equal(mean_moved, mean_blocks));
+    }
+  }
+}
+
+TEST(DctRowLayout, SubtractDecodedIsBitwiseTheSubtractionOfTheDecodedTensor) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
+           {768, 256}, {256, 1024}, {85, 192}, {10, 7}, {3, 200}, {256}, {67}, {6, 4, 10}}) {
+    for (auto dtype : {at::kFloat, at::kDouble}) {
+      const BlockDct d(shape, 64);
+      const at::Tensor coeffs = d.encode_rows(gaussian(shape, 42, dtype));
+      const at::Tensor target = gaussian(shape, 43, dtype);
+      at::Tensor fused = target.clone();
+      d.subtract_decoded(coeffs, fused);
+      EXPECT_TRUE(bitwise_equal(fused, target - d.decode_rows(coeffs))) << shape.size() << " " << dtype;
+    }
+  }
 }
 
 TEST(DctScatterMean, AveragesOnlyOverTheWorkersThatSentACoefficient) {

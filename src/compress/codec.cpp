@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "compress/magnitude_select.h"
+#include "compress/vector_clones.h"
 #include "config/checks.h"
 
 namespace atl {
@@ -70,13 +72,7 @@ const Grid kE2M1 = {{0, 0.5, 1, 1.5, 2, 3, 4, 6}, 6};
 // the compiler vectorises; a second copy is built for AVX2 and picked at run
 // time. Each gives bitwise what the generic template gives for a float64
 // copy of the input, rounded to float32 (tested).
-// GCC and Clang both have the vector types used below; only GCC on x86-64
-// gets the AVX2 clones.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ATOLL_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define ATOLL_VECTOR_CLONES
-#endif
+// (ATOLL_VECTOR_CLONES: compress/vector_clones.h.)
 
 // max |x| over the block; NaNs are skipped, as std::max(acc, NaN) does.
 // Eight lanes in a GCC/Clang vector type: `acc < a ? a : acc` is one
@@ -253,6 +249,7 @@ class BlockCodec : public Codec {
 // Segments are the payload's tensors when codec.topk_scope = tensor, so a
 // tensor of small entries (a LayerNorm gain's update) still sends its own
 // largest ones instead of losing all of them to a tensor of large ones.
+// The selection rule (ties, NaN) is in compress/magnitude_select.h.
 class TopKCodec : public Codec {
  public:
   TopKCodec(double density, int64_t index_bytes, std::vector<int64_t> segments)
@@ -266,12 +263,16 @@ class TopKCodec : public Codec {
   Encoded round_trip(const at::Tensor& x) override {
     const at::Tensor c = checked_payload(x, "topk");
     const int64_t n = c.numel();
-    at::Tensor d = at::zeros_like(c);
-    int64_t lo = 0;
-    for (int64_t len : segments_of(n)) {
-      keep_largest(c.narrow(0, lo, len), d.narrow(0, lo, len), k_for(len));
-      lo += len;
-    }
+    at::Tensor d = at::empty_like(c);  // every entry is written: kept values or +0
+    AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "topk_codec", [&] {
+      const scalar_t* in = c.data_ptr<scalar_t>();
+      scalar_t* out = d.data_ptr<scalar_t>();
+      int64_t lo = 0;
+      for (int64_t len : segments_of(n)) {
+        select_.keep_largest(in + lo, out + lo, len, k_for(len));
+        lo += len;
+      }
+    });
     return {d, bytes_for(n)};
   }
   std::string name() const override { return "topk"; }
@@ -293,32 +294,10 @@ class TopKCodec : public Codec {
     return segments_;
   }
 
-  // out (zeros, contiguous slice of the decoded tensor) <- the k largest |in|.
-  static void keep_largest(const at::Tensor& in, at::Tensor out, int64_t k) {
-    const int64_t n = in.numel();
-    if (k == 0) return;
-    // The k-th largest |x| is unique whatever the tie order; everything above it
-    // is kept, and the remaining slots go to the lowest indices equal to it.
-    const at::Tensor a = in.abs();
-    const double kth = std::get<0>(at::kthvalue(a, n - k + 1)).item<double>();
-    AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "topk_codec", [&] {
-      const scalar_t* src = in.data_ptr<scalar_t>();
-      const scalar_t* mag = a.data_ptr<scalar_t>();
-      scalar_t* dst = out.data_ptr<scalar_t>();
-      const scalar_t t = static_cast<scalar_t>(kth);
-      int64_t above = 0;
-      for (int64_t i = 0; i < n; ++i) above += mag[i] > t;
-      int64_t ties = k - above;
-      for (int64_t i = 0; i < n; ++i) {
-        if (mag[i] > t || (mag[i] == t && ties-- > 0))
-          dst[i] = static_cast<scalar_t>(static_cast<float>(src[i]));  // fp32 on the wire
-      }
-    });
-  }
-
   double density_;
   int64_t index_bytes_;
   std::vector<int64_t> segments_;  // empty: one segment, the whole payload
+  MagnitudeSelect select_;         // the selection and its scratch (one worker uses a codec)
 };
 
 }  // namespace

@@ -29,6 +29,19 @@ int64_t dct_block_side(int64_t size, int64_t chunk);
 // Computed in double, then cast to dtype (float or double).
 at::Tensor dct_matrix(int64_t n, at::ScalarType dtype = at::kDouble);
 
+// Where a coefficient lives when it is kept in the tensor's own layout (the
+// "row layout") instead of block order: block b = (r, c) of the (a / n1, b / n2)
+// grid, coefficient e = u * n2 + v, at row r * n1 + u, column c * n2 + v of
+// the 2-D view. Block order is the layout {1, 1, block_size}. DeMo works in
+// the row layout so that no transform needs a copy into or out of block order.
+struct CoefficientLayout {
+  int64_t n1 = 1, blocks_per_row = 1, n2 = 1;
+  int64_t offset(int64_t block, int64_t e) const {
+    const int64_t r = block / blocks_per_row, c = block % blocks_per_row;
+    return ((r * n1 + e / n2) * blocks_per_row + c) * n2 + e % n2;
+  }
+};
+
 class BlockDct {
  public:
   // Plans the blocks of a tensor of `shape` (non-empty) for chunk c >= 1 (DeMo: 64).
@@ -37,6 +50,18 @@ class BlockDct {
   at::Tensor encode(const at::Tensor& x) const;
   // coeffs: (blocks, block_size) -> a tensor of the planned shape.
   at::Tensor decode(const at::Tensor& coeffs) const;
+  // The same coefficients in row_layout(): encode without its final copy
+  // into block order (a contiguous tensor of numel blocks * block_size), and
+  // decode of such a tensor without the copy out of block order. Bitwise the
+  // values encode / decode compute.
+  at::Tensor encode_rows(const at::Tensor& x) const;
+  at::Tensor decode_rows(const at::Tensor& coeffs) const;
+  // target (contiguous, of the planned shape) -= decode_rows(coeffs), the
+  // subtraction done by the last GEMM (C = C - A B): no decoded tensor and no
+  // separate pass. Bitwise target.sub_(decode_rows(coeffs)): -1 times the
+  // product is exact and the difference is rounded once either way.
+  void subtract_decoded(const at::Tensor& coeffs, at::Tensor& target) const;
+  CoefficientLayout row_layout() const;
   int64_t blocks() const { return (rows_ / n1_) * (cols_ / n2_); }
   int64_t block_size() const { return n1_ * n2_; }
   // FLOPs of one encode or decode: every entry takes part in a length-n1
@@ -71,6 +96,9 @@ struct BlockTopK {
   at::Tensor value;
 };
 BlockTopK block_topk(const at::Tensor& coeffs, int64_t k);
+// The same from coefficients in `layout` (coeffs: contiguous, numel blocks * block_size).
+BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, int64_t blocks,
+                     int64_t block_size, int64_t k);
 
 // Every worker's (index, value) scattered into (blocks, block_size), per
 // coefficient the MEAN over the workers that sent it (the reference's
@@ -79,6 +107,9 @@ BlockTopK block_topk(const at::Tensor& coeffs, int64_t k);
 // bitwise reproducible. Workers may use different k; an index repeated within
 // one worker's row counts as two senders.
 at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, int64_t blocks, int64_t block_size);
+// The same written in `layout`: a 1-D tensor of blocks * block_size entries.
+at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, const CoefficientLayout& layout,
+                        int64_t blocks, int64_t block_size);
 
 // Bytes of the smallest integer type holding every index of a block:
 // 2 (int16) up to 32768 entries, 4 (int32) up to 2^31, else 8.

@@ -3,6 +3,7 @@
 #include "strategy/inner_optimizer.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 
 #include <algorithm>
 #include <cstring>
@@ -24,6 +25,19 @@ at::Tensor take(const uint8_t* src, at::IntArrayRef shape, at::ScalarType dtype)
   at::Tensor t = at::empty(shape, at::TensorOptions(dtype));
   std::memcpy(t.data_ptr(), src, t.nbytes());
   return t;
+}
+
+// dst (zeros, in `layout`) <- the float32 values at their (block, index).
+void scatter_sent(at::Tensor& dst, const CoefficientLayout& layout, const at::Tensor& index,
+                  const at::Tensor& values) {
+  const int64_t blocks = index.size(0), k = index.size(1);
+  const int64_t* ip = index.data_ptr<int64_t>();
+  const float* vp = values.data_ptr<float>();
+  AT_DISPATCH_FLOATING_TYPES(dst.scalar_type(), "demo_sent", [&] {
+    scalar_t* out = dst.data_ptr<scalar_t>();
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t j = 0; j < k; ++j) out[layout.offset(b, ip[b * k + j])] = static_cast<scalar_t>(vp[b * k + j]);
+  });
 }
 
 }  // namespace
@@ -74,13 +88,22 @@ void DemoStrategy::step(int64_t, double lr) {
     // the mean below (three transforms) and ~10 element-wise operations
     // (momentum, error feedback, top-k pass, scatter, update).
     extra_flops_ += 3 * plan.dct.transform_flops() + 10.0 * double(w.numel());
-    const BlockTopK top = block_topk(plan.dct.encode(m), plan.k);
+    // Coefficients stay in the tensor's own layout (compress/dct.h): no copy
+    // into block order and back around the three transforms.
+    const CoefficientLayout layout = plan.dct.row_layout();
+    at::Tensor coefficients = plan.dct.encode_rows(m);
+    const BlockTopK top = block_topk(coefficients, layout, plan.dct.blocks(), plan.dct.block_size(), plan.k);
     // Round to the wire's float32 before the error feedback, so the rounding
     // error stays in m and what leaves m is exactly what the others receive.
     const at::Tensor values = top.value.to(at::kFloat).contiguous();
-    at::Tensor sent = at::zeros({plan.dct.blocks(), plan.dct.block_size()}, m.options());
-    sent.scatter_(1, top.index, values.to(m.scalar_type()));
-    m.sub_(plan.dct.decode(sent));
+    // What was sent, written over the coefficients (no longer needed).
+    coefficients.zero_();
+    scatter_sent(coefficients, layout, top.index, values);
+    if (m.is_contiguous()) {
+      plan.dct.subtract_decoded(coefficients, m);
+    } else {
+      m.sub_(plan.dct.decode_rows(coefficients));
+    }
     put(wire + plan.value_offset, values);
     put(wire + plan.index_offset, top.index.to(index_dtype_).contiguous());
   }
@@ -106,7 +129,8 @@ void DemoStrategy::step(int64_t, double lr) {
       from[r].value = take(buffer + plan.value_offset, shape, at::kFloat).to(w.scalar_type());
       from[r].index = take(buffer + plan.index_offset, shape, index_dtype_).to(at::kLong);
     }
-    const at::Tensor d = plan.dct.decode(scatter_mean(from, plan.dct.blocks(), plan.dct.block_size()));
+    const at::Tensor d = plan.dct.decode_rows(
+        scatter_mean(from, plan.dct.row_layout(), plan.dct.blocks(), plan.dct.block_size()));
     if (cfg_.sign) {
       w.sub_(d.sign(), lr);
     } else {
