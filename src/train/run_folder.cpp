@@ -8,6 +8,7 @@
 
 #include "model/export.h"
 #include "train/checkpoint.h"
+#include "util/file_io.h"
 
 namespace atl {
 namespace fs = std::filesystem;
@@ -82,7 +83,9 @@ void write_summary(const fs::path& dir, const RunSummary& s) {
   summary["final_disagreement"] = maybe(s.final_disagreement);
   if (s.intra_bytes_sent_per_worker >= 0) summary["intra_bytes_sent_per_worker"] = s.intra_bytes_sent_per_worker;
   if (!s.events.empty()) summary["end"] = nlohmann::json::parse(s.events.back());
-  std::ofstream(dir / "summary.json") << summary.dump(2) << "\n";
+  // Whole or not at all: summary.json marks a finished run (resume refuses
+  // it), so a kill mid-write must not leave an empty or half file behind.
+  write_file_atomic((dir / "summary.json").string(), summary.dump(2) + "\n");
 }
 
 std::vector<std::string> checkpoint_parts(const Config& cfg, int64_t rank) {
