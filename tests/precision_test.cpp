@@ -17,6 +17,7 @@
 #include "model/batched_matmul.h"
 #include "model/precision.h"
 #include "test_util.h"
+#include "run_series.h"
 #include "tiny_data.h"
 #include "torchscript_modules.h"
 
@@ -26,13 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 
 bool bf16_here() { return bf16_unavailable_reason(this_cpu_bf16_features()).empty(); }
-
-std::vector<double> series(const RunSummary& s, const char* event, const char* key) {
-  std::vector<double> out;
-  for (const auto& e : events_of(s))
-    if (e.at("event") == event && e.contains(key)) out.push_back(e.at(key).get<double>());
-  return out;
-}
 
 TEST(Precision, TheConfigAcceptsFp32AndBf16AndNamesThemWhenGivenAnythingElse) {
   Config cfg = tiny_config("ddp", 2);

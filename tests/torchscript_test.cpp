@@ -16,6 +16,7 @@
 #include "atoll/train.h"
 #include "model/torchscript.h"
 #include "test_util.h"
+#include "run_series.h"
 #include "tiny_data.h"
 #include "torchscript_modules.h"
 
@@ -61,13 +62,6 @@ Config image_config(const std::string& dir, const std::string& strategy, const s
   cfg.run.out_dir = out;
   cfg.run.name = strategy;
   return cfg;
-}
-
-std::vector<double> series(const RunSummary& s, const char* event, const char* key) {
-  std::vector<double> out;
-  for (const auto& e : events_of(s))
-    if (e.at("event") == event && e.contains(key)) out.push_back(e.at(key).get<double>());
-  return out;
 }
 
 TEST(TorchScriptModel, AnMlpWithTheBuiltInWeightsFollowsTheBuiltInMlpFor20Steps) {
