@@ -11,6 +11,7 @@
 #include "atoll/bench.h"
 #include "atoll/train.h"
 #include "train/threads.h"
+#include "util/machine.h"
 #include "test_util.h"
 
 namespace atl {
@@ -94,24 +95,23 @@ TEST(Bench, UnknownGroupIsRejectedNamingTheGroupsThatExist) {
 namespace atl {
 namespace {
 
-TEST(BlasKernelWarning, NamesTheVariableWhenItPinsSlowerKernelsAndIsEmptyWithoutIt) {
-  const char* saved = std::getenv("OPENBLAS_CORETYPE");
-  const std::string restore = saved ? saved : "";
-  unsetenv("OPENBLAS_CORETYPE");
-  EXPECT_EQ(blas_kernel_warning(), "");
-  setenv("OPENBLAS_CORETYPE", "Haswell", 1);
-  const std::string note = blas_kernel_warning();
-  // Only an AVX-512 CPU whose OpenBLAS runs non-AVX-512 kernels gets the note.
-  if (__builtin_cpu_supports("avx512f") && blas_kernels() == "Haswell") {
-    EXPECT_NE(note.find("OPENBLAS_CORETYPE=Haswell pins OpenBLAS to its Haswell kernels"), std::string::npos)
-        << note;
-  } else {
-    EXPECT_EQ(note, "") << "kernels " << blas_kernels();
-  }
-  if (saved) {
-    setenv("OPENBLAS_CORETYPE", restore.c_str(), 1);
-  } else {
-    unsetenv("OPENBLAS_CORETYPE");
+// Every start event and bench names the machine: the CPU, its family and
+// model numbers, and the BLAS kernels, with OPENBLAS_CORETYPE as the
+// environment set it (read, never changed).
+TEST(MachineInfo, NamesTheCpuItsFamilyAndTheBlasKernelsInUse) {
+  const MachineInfo m = machine_info();
+  EXPECT_FALSE(m.cpu.empty());
+  EXPECT_FALSE(m.vendor.empty());
+  EXPECT_GT(m.family, 0);
+  EXPECT_TRUE(m.isa == "avx512_bf16" || m.isa == "avx512" || m.isa == "avx2" || m.isa == "sse") << m.isa;
+  EXPECT_EQ(m.isa.rfind("avx512", 0) == 0, bool(__builtin_cpu_supports("avx512f")));
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  EXPECT_EQ(m.blas_coretype, coretype ? coretype : "");
+  const std::string line = describe_machine(m);
+  EXPECT_NE(line.find(m.cpu), std::string::npos) << line;
+  EXPECT_NE(line.find("family " + std::to_string(m.family)), std::string::npos) << line;
+  if (!m.blas_kernels.empty()) {
+    EXPECT_NE(line.find("OpenBLAS " + m.blas_kernels + " kernels"), std::string::npos) << line;
   }
 }
 

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 #include "atoll/config.h"
 #include "atoll/data.h"
@@ -214,6 +217,54 @@ TEST(TorchScriptModel, AResumeWithAChangedModuleFileIsRefused) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("differs from the module the run started with"), std::string::npos)
         << e.what();
+  }
+}
+
+// LibTorch's graph executor profiles a module's first calls and then
+// switches to an optimised plan whose autodiff subgraphs use the JIT's own
+// backward formulas (matmul's gradient through a folded, transposed
+// product rather than autograd's mm backward). A module loaded afresh (a
+// resumed run, a real rank) would then run autograd's formulas at steps
+// where the uninterrupted run ran the JIT's; OpenBLAS's AVX2 kernels round
+// the two differently in the last bit (issue 34, Zen 5 with
+// OPENBLAS_CORETYPE=Haswell). atoll runs every module's graph as written on
+// every thread that calls it (LibTorch's switch is per thread). Checked on
+// the graphs the calls ran, so this fails without the fix on any CPU,
+// whether or not its kernels round the two plans differently.
+TEST(TorchScriptModel, EveryThreadRunsTheModulesGraphAsWrittenOnEveryCall) {
+  testing::TempDir tmp;
+  const Config cfg = token_config(tmp, "single");
+  auto model = make_model(cfg.model, 0, 1, 16);
+  const int64_t v = load_token_data(tiny_text_dir()).vocab_size;
+  at::manual_seed(5);
+  const at::Tensor x = at::randint(0, v, {4, 16}, at::kLong), y = at::randint(0, v, {4, 16}, at::kLong);
+  auto calls = [&](std::vector<std::string>& graphs, std::vector<at::Tensor>& grads) {
+    for (int k = 0; k < 5; ++k) {
+      for (auto& p : model->parameters())
+        if (p.grad().defined()) p.mutable_grad().zero_();
+      model->loss(x, y).backward();
+      const auto graph = torch::jit::lastExecutedOptimizedGraph();
+      graphs.push_back(graph ? graph->toString() : "(none)");
+      std::vector<at::Tensor> flat;
+      for (const auto& p : model->parameters()) flat.push_back(p.grad().reshape({-1}).clone());
+      grads.push_back(at::cat(flat));
+    }
+  };
+  std::vector<std::string> graphs;
+  std::vector<at::Tensor> grads;
+  std::thread worker(calls, std::ref(graphs), std::ref(grads));  // as a simulated worker does
+  worker.join();
+  calls(graphs, grads);  // and on the thread that loaded the module
+  ASSERT_EQ(graphs.size(), 10u);
+  for (size_t k = 0; k < graphs.size(); ++k) {
+    SCOPED_TRACE("call " + std::to_string(k % 5 + 1) + (k < 5 ? " on a worker thread" : " on the loading thread"));
+    EXPECT_NE(graphs[k], "(none)");
+    // Profiling, the optimised plan's guards and subgraphs, and the JIT's
+    // autodiff backward (whose graph is the last one a backward runs).
+    for (const char* node : {"prim::profile", "prim::DifferentiableGraph", "prim::RequiresGradCheck", "prim::TypeCheck",
+                             "prim::AutogradAllZero", "aten::_grad_sum_to_size"})
+      EXPECT_EQ(graphs[k].find(node), std::string::npos) << node << " in the graph run:\n" << graphs[k];
+    EXPECT_TRUE(at::equal(grads[k], grads[0])) << "the gradient changed from the first call's";
   }
 }
 

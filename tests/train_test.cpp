@@ -86,14 +86,21 @@ TEST(Train, RunFolderHoldsConfigMetricsAndSummaryAndIsNeverOverwrittenUnasked) {
   // metrics.jsonl: one JSON object per line, starting with "start" and ending with "end".
   std::ifstream in(dir / "metrics.jsonl");
   std::string line, first, last;
-  int lines = 0;
+  int lines = 0, starts = 0;
+  nlohmann::json start;
   while (std::getline(in, line)) {
     auto e = nlohmann::json::parse(line);
-    if (lines++ == 0) first = e["event"];
+    if (lines++ == 0) first = e["event"], start = e;
+    starts += e["event"] == "start";
     last = e["event"];
   }
   EXPECT_EQ(first, "start");
+  EXPECT_EQ(starts, 1);
   EXPECT_EQ(last, "end");
+  // The start event names the machine (CPU and BLAS kernels).
+  ASSERT_TRUE(start.contains("machine")) << start.dump();
+  for (const char* key : {"cpu", "vendor", "cpu_family", "cpu_model", "isa", "blas_kernels", "openblas_coretype"})
+    EXPECT_TRUE(start["machine"].contains(key)) << key;
   const auto before = fs::last_write_time(dir / "metrics.jsonl");
   EXPECT_THROW(
       {

@@ -211,8 +211,6 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
     if (leader) print_done(s);
     return s.stopped_at >= 0 && s.stopped_by_signal ? 130 : 0;
   }
-  if (const std::string note = atl::blas_kernel_warning(); !note.empty())
-    std::fprintf(stderr, "atoll: note: %s\n", note.c_str());
   const atl::IslandLayout islands = atl::island_layout(cfg);
   const std::string where =
       islands.devices > 1 ? " (" + std::to_string(islands.islands) + " islands x " + std::to_string(islands.devices) +

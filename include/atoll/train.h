@@ -76,10 +76,6 @@ struct RunSummary {
 // folder unless cfg.run.overwrite), writes config.toml, metrics.jsonl,
 // metrics.csv and summary.json. Throws on any error; the first worker error
 // ends the whole simulation.
-// A note for the user when the environment pins OpenBLAS to slower kernels
-// than this CPU runs (OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU), else "".
-std::string blas_kernel_warning();
-
 RunSummary train(const Config& cfg, const TrainHooks& hooks = {});
 
 // The newest checkpoint step of cfg's run folder whose files are intact:

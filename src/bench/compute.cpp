@@ -71,10 +71,6 @@ double training_flops(const Config& cfg, int64_t workers, int64_t threads, int s
 
 void run_compute(const Context& ctx, Sink& sink) {
   if (ctx.cfg.model.kind != "gpt") throw std::invalid_argument("bench compute: needs model.kind = gpt");
-  const char* forced = std::getenv("OPENBLAS_CORETYPE");
-  const std::string kernels = blas_kernels();
-  sink.note("OpenBLAS kernels: " + (kernels.empty() ? std::string("not OpenBLAS") : kernels) +
-            (forced ? std::string(" (OPENBLAS_CORETYPE=") + forced + " in the environment)" : std::string()));
   const int64_t cores = ctx.cores;
   const std::string all = std::to_string(cores) + " thread" + (cores > 1 ? "s" : "");
   const double gemm_all = gemm_gflops(1024, cores, ctx.budget);

@@ -9,6 +9,7 @@
 
 #include "bench/measure.h"
 #include "train/threads.h"
+#include "util/machine.h"
 
 namespace atl {
 namespace bench {
@@ -78,6 +79,8 @@ std::vector<BenchFigure> run_benchmarks(const BenchOptions& opts, std::ostream& 
   tune_allocator();  // as in training: freed buffers stay mapped
 
   bench::Sink sink(out);
+  // Every figure belongs to a machine: the CPU and the BLAS kernels it ran.
+  out << "machine: " << describe_machine(machine_info()) << std::endl;
   using Group = void (*)(const bench::Context&, bench::Sink&);
   const std::map<std::string, Group> groups = {
       {"gloo", bench::run_gloo},           {"compute", bench::run_compute},

@@ -15,7 +15,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <sstream>
 
 #include "model/init.h"
@@ -37,17 +36,29 @@ std::string shape_text(const at::Tensor& t) {
   return o.str();
 }
 
-// The graph executor's optimisations (profiling, specialisation, fusion)
-// would change the graph after a few calls, so a resumed run (which starts
-// profiling again) or a worker that joined later could round differently
-// from an uninterrupted one. atoll runs the module's graph as written.
-void run_graphs_as_written() {
-  static std::once_flag once;
-  std::call_once(once, [] { torch::jit::setGraphExecutorOptimize(false); });
-}
+// The graph executor's optimisations (profiling, then an optimised plan
+// whose autodiff subgraphs carry the JIT's own backward formulas) change
+// how a module computes after its first calls: a module loaded by a resumed
+// run, a real rank, or a worker that joined later would profile again and
+// run eager autograd's formulas at steps where the uninterrupted run ran
+// the JIT's, whose matrix products take other operand layouts (OpenBLAS's
+// AVX2 kernels round those differently). atoll runs every module's graph as
+// written. The switch is thread-local in LibTorch (setGraphExecutorOptimize
+// sets it for the calling thread only), so it is set around every call, on
+// whichever thread makes it: a simulated worker, a micro-batch helper, an
+// evaluation thread.
+class GraphsAsWritten {
+ public:
+  GraphsAsWritten() : was_(torch::jit::getGraphExecutorOptimize()) { torch::jit::setGraphExecutorOptimize(false); }
+  ~GraphsAsWritten() { torch::jit::setGraphExecutorOptimize(was_); }
+  GraphsAsWritten(const GraphsAsWritten&) = delete;
+  GraphsAsWritten& operator=(const GraphsAsWritten&) = delete;
+
+ private:
+  bool was_;
+};
 
 torch::jit::Module load_module(const std::string& path) {
-  run_graphs_as_written();
   if (!std::filesystem::is_regular_file(path))
     throw TorchScriptError("model.path '" + path + "' is not a file: save the module with " +
                            "torch.jit.script(module).save(path)");
@@ -206,6 +217,7 @@ class TorchScriptModel final : public Model {
     if (method != "forward" || scoring_ == "module") in.emplace_back(y);
     c10::IValue out;
     try {
+      GraphsAsWritten as_written;
       out = module_.get_method(method)(std::move(in));
     } catch (const c10::Error& e) {
       throw TorchScriptError(where() + method + " failed on inputs " + shape_text(x) + " and targets " +

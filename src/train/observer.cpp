@@ -12,6 +12,7 @@
 #include "train/correlation.h"
 #include "train/threads.h"
 #include "util/format.h"
+#include "util/machine.h"
 #include "util/process_clock.h"
 #include "util/wall_time.h"
 
@@ -311,13 +312,17 @@ void Observer::write_start_event(int64_t threads_per_worker) {
                       {"compute_time", cfg_.network.compute_time},
                       {"clock", describe_compute_clock(cfg_.network, flops_per_token_ * double(tokens_per_step_))},
                       {"mode", real_ ? "real" : "simulated"}};
+  // The machine, so that a figure or a failure can be tied to it.
+  const MachineInfo m = machine_info();
+  e["machine"] = {{"cpu", m.cpu},   {"vendor", m.vendor},           {"cpu_family", m.family},
+                  {"cpu_model", m.model}, {"isa", m.isa},           {"blas_kernels", m.blas_kernels},
+                  {"openblas_coretype", m.blas_coretype}};
   if (islands_) {
     const IslandLayout l = island_layout(cfg_);
     e["islands"] = l.islands;
     e["devices_per_island"] = l.devices;
     e["exchange"] = cfg_.islands.exchange;
   }
-  log_.write(e);
   log_.write(e);
 }
 

@@ -7,7 +7,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -62,25 +61,6 @@ void tune_allocator() {
     return true;
   }();
   (void)done;
-}
-
-std::string blas_kernels() {
-  using CoreName = char* (*)();
-  static const auto corename = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  return corename ? std::string(corename()) : std::string();
-}
-
-std::string blas_kernel_warning() {
-  const char* forced = std::getenv("OPENBLAS_CORETYPE");
-  if (forced == nullptr || *forced == 0 || !__builtin_cpu_supports("avx512f")) return "";
-  std::string core = blas_kernels();
-  std::string lower = core;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* avx512 : {"skylakex", "cooperlake", "sapphirerapids"})
-    if (lower.find(avx512) != std::string::npos) return "";
-  if (core.empty()) return "";
-  return std::string("OPENBLAS_CORETYPE=") + forced + " pins OpenBLAS to its " + core +
-         " kernels on this AVX-512 CPU; unset it for about 1.6x faster training (docs/BENCHMARKS.md)";
 }
 
 double thread_cpu_seconds() {

@@ -20,8 +20,6 @@ void set_compute_threads(int64_t threads, bool onednn_products = false);
 int64_t compute_threads();
 // Keeps freed memory in the process for reuse (call once, early).
 void tune_allocator();
-// OpenBLAS's kernel family ("Haswell", "Cooperlake"), or "" without OpenBLAS.
-std::string blas_kernels();
 // CPU time consumed by the calling thread, in seconds.
 double thread_cpu_seconds();
 
