@@ -94,6 +94,10 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
   fs::copy(tiny_text_dir(), no_meta);
   fs::remove(fs::path(no_meta) / "meta.json");
 
+  // A folder of the user's next to the runs: no case may delete it.
+  fs::create_directories(tmp.path("notes"));
+  tmp.write("notes/todo.txt", "keep me");
+
   struct Case {
     std::string what;
     std::vector<std::string> args;
@@ -123,6 +127,9 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
       {"truncated data file", {"train", good, "--run.name=fresh", "--data.dir=" + data_copy}, "train.bin"},
       {"data without meta.json", {"train", good, "--run.name=fresh", "--data.dir=" + no_meta}, "meta.json"},
       {"existing run folder", {"train", good}, "already exists"},
+      {"overwrite of a folder that is not a run", {"train", good, "--run.name=notes", "--overwrite"},
+       "is not an atoll run folder"},
+      {"run name that leaves its folder", {"train", good, "--run.name=.."}, "run.name must be"},
       {"resume with another strategy", {"train", good, "--resume", "--strategy=ddp"}, "strategy.name"},
       {"resume with another model", {"train", good, "--resume", "--model.n_embd=32"}, "model.n_embd"},
       {"resume a finished run", {"train", done_path, "--run.name=done", "--resume"}, "has finished"},
@@ -158,6 +165,7 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
     EXPECT_NE(o.message.find(c.expect), std::string::npos) << c.what << ": " << o.message;
     EXPECT_TRUE(snapshot(run) == before) << c.what << " changed the run folder";
     EXPECT_FALSE(fs::exists(tmp.path("fresh") + "/summary.json")) << c.what;
+    EXPECT_EQ(testing::read_text(tmp.path("notes/todo.txt")), "keep me") << c.what;
     std::string line = first_line(o.message);
     for (auto& ch : line)
       if (ch == '|') ch = '/';

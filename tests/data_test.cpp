@@ -128,7 +128,7 @@ TEST(TokenFile, WriteReadRoundTripIsLittleEndianUint16) {
   ASSERT_EQ(raw.size(), 12u);
   EXPECT_EQ(static_cast<unsigned char>(raw[8]), 0x34);
   EXPECT_EQ(static_cast<unsigned char>(raw[9]), 0x12);
-  EXPECT_FALSE(fs::exists(dir / "t.bin.tmp"));
+  EXPECT_FALSE(atl::testing::temp_file_left(dir / "t.bin"));
 }
 
 TEST(TokenFile, OddSizeFileIsAnErrorNamingTheFile) {
@@ -244,7 +244,7 @@ TEST(PrepareDocuments, CharMetaRoundTripsThroughLoadTokenData) {
   EXPECT_EQ(meta.at("char_vocab_from"), "train+val");
   const std::string vocab_txt = read_raw(dir / "out/vocab.txt");
   EXPECT_EQ(vocab_txt.substr(0, 5), "\\n\n \n");  // '\n' (0x0A) then ' ' (0x20)
-  EXPECT_FALSE(fs::exists(dir / "out/meta.json.tmp"));
+  EXPECT_FALSE(atl::testing::temp_file_left(dir / "out/meta.json"));
   // A hint that disagrees with meta.json is reported, not ignored.
   EXPECT_THROW(load_token_data(dir / "out", d.vocab_size + 1), std::runtime_error);
 }

@@ -77,7 +77,7 @@ TEST(NpyFile, WriteThenReadRoundTripsEveryWritableDtype) {
     EXPECT_EQ(a.values.scalar_type(), tensors[i].scalar_type());
     EXPECT_TRUE(at::equal(a.values, tensors[i])) << dtypes[i];
   }
-  EXPECT_FALSE(fs::exists(dir / "t0.npy.tmp"));
+  EXPECT_FALSE(atl::testing::temp_file_left(dir / "t0.npy"));
   EXPECT_THROW(write_npy(dir / "d.npy", at::zeros({2}, at::kDouble)), std::invalid_argument);
   EXPECT_THROW(write_npy(dir / "s.npy", at::scalar_tensor(1.0)), std::invalid_argument);
 }

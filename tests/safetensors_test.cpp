@@ -100,7 +100,7 @@ TEST(Safetensors, EveryDtypeRoundTripsThroughAFile) {
   }
   EXPECT_TRUE(back.metadata.empty());
   EXPECT_EQ(fs::file_size(dir / "all.safetensors"), encode_safetensors(tensors).size());
-  EXPECT_FALSE(fs::exists(dir / "all.safetensors.tmp"));
+  EXPECT_FALSE(atl::testing::temp_file_left(dir / "all.safetensors"));
 }
 
 TEST(Safetensors, MetadataRoundTrips) {
@@ -281,14 +281,14 @@ TEST(Safetensors, AFailedWriteLeavesTheOldFile) {
   fs::create_directories(fs::path(folder) / "inside");
   EXPECT_EQ(error_of([&] { write_safetensors(folder, old_tensors); }).rfind(folder + ": not written", 0), 0u);
   EXPECT_TRUE(fs::is_directory(fs::path(folder) / "inside"));
-  EXPECT_FALSE(fs::exists(folder + ".tmp"));
+  EXPECT_FALSE(atl::testing::temp_file_left(folder));
 
   // A successful write replaces the file whole.
   write_safetensors(path, {{"new", t}});
   const SafetensorsFile back = read_safetensors(path);
   ASSERT_EQ(back.tensors.size(), 1u);
   EXPECT_EQ(back.tensors[0].name, "new");
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(atl::testing::temp_file_left(path));
 }
 
 TEST(Safetensors, AWriteIntoAReadOnlyFolderLeavesTheOldFile) {
@@ -303,7 +303,7 @@ TEST(Safetensors, AWriteIntoAReadOnlyFolderLeavesTheOldFile) {
   ::chmod(folder.c_str(), 0755);
   EXPECT_EQ(message.rfind(path + ": not written", 0), 0u) << message;
   EXPECT_EQ(testing::read_text(path), old_bytes);
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(atl::testing::temp_file_left(path));
 }
 
 TEST(Safetensors, ReadingAMissingFileNamesIt) {

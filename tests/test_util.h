@@ -28,6 +28,16 @@ inline std::string read_text(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Whether an atomic write of `path` left its temporary file (`<path>.tmp`
+// or `<path>.tmp.XXXXXX`, util/file_io.h) beside it.
+inline bool temp_file_left(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::string prefix = path.filename().string() + ".tmp";
+  for (const auto& e : std::filesystem::directory_iterator(path.parent_path(), ec))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 // A fresh temp folder per test, removed afterwards.
 class TempDir {
  public:

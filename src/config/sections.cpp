@@ -16,6 +16,22 @@ namespace atl {
 
 namespace {
 void validate_torchscript_model(const Config& c, Problems& p);
+
+// Text that names a folder atoll creates and may later replace: no NUL (C
+// calls stop there, so "..\0x" would name the parent), no control
+// characters (they reach terminals and logs), no ".." component (a name
+// that leaves its parent folder).
+bool plain_path_text(const std::string& s) {
+  for (unsigned char ch : s)
+    if (ch < 0x20 || ch == 0x7f) return false;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find('/', start), s.size());
+    if (s.compare(start, end - start, "..") == 0) return false;
+    start = end + 1;
+  }
+  return true;
+}
 }  // namespace
 
 // validate() (validate.cpp).
@@ -23,8 +39,10 @@ void validate_torchscript_model(const Config& c, Problems& p);
 void validate_training(const Config& c, std::vector<std::string>& e) {
   Problems p(e);
   p.need(!c.run.name.empty() && c.run.name.find('/') == std::string::npos && c.run.name != "." &&
-           c.run.name != "..",
-       "run.name must be a non-empty folder name without '/'");
+           plain_path_text(c.run.name),
+       "run.name must be a non-empty folder name without '/', '..', NUL or control characters");
+  p.need(!c.run.out_dir.empty() && plain_path_text(c.run.out_dir),
+       "run.out_dir must be a non-empty path without '..' components, NUL or control characters");
   p.need(c.run.threads >= 0, "run.threads must be >= 0 (0 = all cores)");
   p.need(c.run.checkpoint_every >= 0, "run.checkpoint_every must be >= 0 (0 = only when stopped early)");
   p.need(c.run.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1");

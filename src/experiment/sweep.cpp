@@ -26,6 +26,7 @@
 #include "atoll/report.h"
 #include "atoll/train.h"
 #include "launch/process.h"
+#include "train/run_folder.h"
 #include "train/stop_signal.h"
 
 namespace atl {
@@ -142,18 +143,6 @@ std::vector<std::string> run_args(const SweepRun& run, const std::string& dir) {
   args.push_back("run.out_dir=" + dir);
   args.push_back("run.name=" + run.name);
   return args;
-}
-
-// A folder an interrupted `atoll train` left: only resume or replace what
-// looks like one.
-bool looks_like_run_folder(const fs::path& dir) {
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string n = entry.path().filename().string();
-    if (n != "config.toml" && n != "metrics.jsonl" && n != "metrics.csv" && n != "summary.json" &&
-        n != "checkpoints" && n != "timing" && n != kRunModelFile && n != kRunModuleFile)
-      return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -360,7 +349,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
                                  "); delete it, change the sweep name, or pass --overwrite to re-run it");
       args.push_back("run.overwrite=true");
     } else if (fs::exists(dir)) {
-      if (!looks_like_run_folder(dir))
+      if (!holds_only_run_entries(dir))
         throw std::runtime_error("sweep: '" + dir.string() +
                                  "' exists but is not a run folder this sweep wrote; move it away");
       // An interrupted run (Ctrl-C, a kill, a crash): the run's own resume

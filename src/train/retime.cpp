@@ -14,6 +14,7 @@
 #include "train/metrics.h"
 #include "train/observer.h"
 #include "train/replay.h"
+#include "train/run_folder.h"
 #include "train/timing_files.h"
 #include "util/file_io.h"
 
@@ -282,10 +283,10 @@ void write_retimed_run(const RetimedRun& run, const std::string& run_dir, const 
   if (fs::exists(out) && !fs::is_empty(out)) {
     if (!overwrite) throw std::runtime_error("'" + out_dir + "' already exists; choose another -o or pass --overwrite");
     if (fs::equivalent(out, fs::path(run_dir))) throw std::runtime_error("retime writes a new folder; -o names the run itself");
-    fs::remove_all(out);
+    remove_run_folder(out, "--overwrite");
   }
   fs::create_directories(out);
-  write_file_atomic((out / "config.toml").string(), "# resolved configuration of this run (retimed)\n" + to_toml(run.config));
+  write_file_atomic((out / "config.toml").string(), std::string(kRunConfigHeader) + " (retimed)\n" + to_toml(run.config));
   {
     MetricsLog log(out.string());
     for (const auto& line : run.events) log.write(nlohmann::json::parse(line));

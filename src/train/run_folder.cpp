@@ -38,7 +38,65 @@ void check_module_unchanged(const Config& cfg, const fs::path& dir) {
                              "); resume with --model.path=" + kept.string());
 }
 
+bool is_run_entry(const std::string& name) {
+  for (const char* kept : {"config.toml", "metrics.jsonl", "metrics.csv", "summary.json", "checkpoints", "timing",
+                           kRunModelFile, kRunModuleFile}) {
+    if (name == kept) return true;
+    // An atomic write killed between creating its temporary file and the
+    // rename leaves <name>.tmp.XXXXXX (util/file_io.h).
+    if (name.rfind(std::string(kept) + ".tmp", 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool holds_only_run_entries(const fs::path& dir, std::string* why) {
+  std::error_code ec;
+  std::vector<std::string> foreign;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string n = entry.path().filename().string();
+    if (!is_run_entry(n) || entry.is_symlink()) foreign.push_back(n);
+  }
+  if (ec) {
+    if (why) *why = "it cannot be listed (" + ec.message() + ")";
+    return false;
+  }
+  if (foreign.empty()) return true;
+  if (why) {
+    std::string names;
+    for (size_t i = 0; i < foreign.size() && i < 5; ++i) names += (i ? ", " : "") + foreign[i];
+    if (foreign.size() > 5) names += " and " + std::to_string(foreign.size() - 5) + " more";
+    *why = "it holds what atoll does not write in a run folder (" + names + ")";
+  }
+  return false;
+}
+
+bool is_run_folder(const fs::path& dir, std::string* why) {
+  std::error_code ec;
+  if (fs::is_symlink(dir, ec) || !fs::is_directory(dir, ec)) {
+    if (why) *why = "it is not a folder";
+    return false;
+  }
+  if (!holds_only_run_entries(dir, why)) return false;
+  const fs::path config = dir / "config.toml";
+  std::ifstream in(config, std::ios::binary);
+  std::string first;
+  if (!fs::is_regular_file(config, ec) || fs::is_symlink(config, ec) || !std::getline(in, first) ||
+      first.rfind(kRunConfigHeader, 0) != 0) {
+    if (why) *why = "it has no config.toml written by atoll";
+    return false;
+  }
+  return true;
+}
+
+void remove_run_folder(const fs::path& dir, const std::string& what) {
+  std::string why;
+  if (!is_run_folder(dir, &why))
+    throw std::runtime_error("'" + dir.string() + "' is not an atoll run folder (" + why + "); " + what +
+                             " only replaces run folders, so it was left as it was: choose another folder");
+  fs::remove_all(dir);
+}
 
 fs::path create_run_folder(const Config& cfg, bool replace) {
   const fs::path dir = run_folder(cfg);
@@ -49,12 +107,10 @@ fs::path create_run_folder(const Config& cfg, bool replace) {
     if (!replace)
       throw std::runtime_error("run folder '" + dir.string() +
                                "' already exists; choose another --run.name or pass --run.overwrite=true");
-    fs::remove_all(dir);
+    remove_run_folder(dir, "--run.overwrite=true");
   }
   fs::create_directories(dir);
-  std::ofstream out(dir / "config.toml");
-  out << "# resolved configuration of this run\n" << to_toml(cfg);
-  if (!out) throw std::runtime_error("cannot write '" + (dir / "config.toml").string() + "'");
+  write_file_atomic((dir / "config.toml").string(), std::string(kRunConfigHeader) + "\n" + to_toml(cfg));
   if (cfg.model.kind == "torchscript") fs::copy_file(cfg.model.path, dir / kRunModuleFile);
   return dir;
 }

@@ -19,8 +19,29 @@ namespace atl {
 // <out_dir>/<name>.
 std::filesystem::path run_folder(const Config& cfg);
 
-// runs/<name>/ with config.toml. An existing non-empty folder is refused
-// unless `replace` (then it is emptied first).
+// The first line of every config.toml atoll writes into a run folder: what
+// marks a folder as a run.
+inline constexpr const char* kRunConfigHeader = "# resolved configuration of this run";
+
+// Whether `dir` holds an atoll run and nothing else: its config.toml starts
+// with kRunConfigHeader, and every entry is one atoll writes in a run folder
+// (config.toml, metrics.jsonl, metrics.csv, summary.json, checkpoints/,
+// timing/, model.safetensors, model.pt) or the temporary file of an atomic
+// write that was interrupted (<name>.tmp...). Otherwise `why` (if given)
+// says what is not atoll's. The only non-empty folders atoll ever deletes.
+bool is_run_folder(const std::filesystem::path& dir, std::string* why = nullptr);
+// Only the entries a run folder may hold (is_run_folder without the
+// config.toml marker): a folder a run was killed in before it wrote it.
+bool holds_only_run_entries(const std::filesystem::path& dir, std::string* why = nullptr);
+
+// Empties `dir` for a new run, after is_run_folder: anything else is
+// refused with what it holds and left as it was. `what` names the option
+// that asked ("--run.overwrite=true", "--overwrite").
+void remove_run_folder(const std::filesystem::path& dir, const std::string& what);
+
+// runs/<name>/ with config.toml (written atomically). An existing non-empty
+// folder is refused unless `replace`, and then only if it is a run folder
+// (remove_run_folder).
 std::filesystem::path create_run_folder(const Config& cfg, bool replace);
 // summary.json from a finished run.
 void write_summary(const std::filesystem::path& dir, const RunSummary& s);

@@ -59,7 +59,7 @@ RunSummary train(const Config& cfg, const TrainHooks& hooks) {
     if (!start.resume && log->lines().size() <= 1 && CheckpointStore(plan.run_dir).steps().empty()) {
       log.reset();
       std::error_code ec;
-      std::filesystem::remove_all(plan.run_dir, ec);
+      if (is_run_folder(plan.run_dir)) std::filesystem::remove_all(plan.run_dir, ec);
     }
     throw;
   }

@@ -2,9 +2,11 @@
 #include "util/file_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -39,9 +41,14 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   // data reach the disk (fsync) before the rename, and the rename before we
   // return (fsync of the folder): a crash at any moment leaves either the
   // old file or the new one, never a torn one.
-  const fs::path tmp = target.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  // A unique temporary name, created exclusively (mkostemp: O_CREAT |
+  // O_EXCL, so never through a symlink someone planted, never shared with
+  // another writer), then given the usual permissions.
+  std::string tmp_name = target.string() + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(tmp_name.data(), O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot write " + tmp_name + ": " + std::strerror(errno));
+  const fs::path tmp(tmp_name);
+  ::fchmod(fd, 0644);
   auto fail = [&](const std::string& what) {
     const std::string why = std::strerror(errno);
     ::close(fd);
