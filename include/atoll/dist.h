@@ -34,15 +34,33 @@ struct DistOptions {
   // communicator op, so measured communication time is the transfer alone,
   // not also the wait for a slower peer (checking the network model).
   bool sync_before_ops = false;
+  // The job secret (ATOLL_JOB_TOKEN_FILE or ATOLL_JOB_TOKEN; see
+  // docs/SECURITY.md): only processes holding it join the rendezvous. Empty:
+  // none given, allowed on one host (MASTER_ADDR loopback) or with
+  // `insecure`.
+  std::vector<uint8_t> job_token;
+  std::string job_token_source;  // where it came from, for messages
+  // ATOLL_INSECURE=1 (--insecure): a multi-host run without a token, which
+  // anyone who can reach MASTER_PORT can join or disturb.
+  bool insecure = false;
 };
 
 // True when the environment asks for a real run (WORLD_SIZE is set).
 bool dist_requested_by_env();
 // Fills DistOptions from RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
-// MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME, ATOLL_DIST_TIMEOUT (seconds)
-// and ATOLL_DIST_SYNC_OPS; unset variables keep the defaults in `base`.
+// MASTER_ADDR, MASTER_PORT, GLOO_SOCKET_IFNAME, ATOLL_DIST_TIMEOUT (seconds),
+// ATOLL_DIST_SYNC_OPS, ATOLL_JOB_TOKEN_FILE / ATOLL_JOB_TOKEN (read and
+// checked here: throws for an unreadable or malformed token) and
+// ATOLL_INSECURE; unset variables keep the defaults in `base`.
 DistOptions dist_options_from_env(DistOptions base = {});
-// Rejects impossible values with a message naming the variable or flag.
+// `atoll token new FILE`: creates FILE (never replacing anything there, nor
+// following a symlink) with mode 0600 and a fresh job token: 32 random bytes
+// from OpenSSL, as hex. Throws naming the file if it cannot.
+void write_new_job_token(const std::string& path);
+
+// Rejects impossible values with a message naming the variable or flag, and
+// a multi-host run (MASTER_ADDR not loopback) without a job token unless
+// `insecure`, saying how to make one.
 void validate(const DistOptions& opts);
 
 // A connected process group plus its communicator (ledger, clock) and raw

@@ -30,6 +30,9 @@ struct LaunchOptions {
                                            // from the newest complete checkpoint
   double grace_seconds = 10;               // after a failure or a forwarded signal:
                                            // SIGTERM, then SIGKILL after this long
+  std::string job_token;                   // hex text passed to the ranks as ATOLL_JOB_TOKEN; empty:
+                                           // the environment's ATOLL_JOB_TOKEN(_FILE), and for a one-host
+                                           // job without either a fresh random one (docs/SECURITY.md)
   std::ostream* out = nullptr;             // prefixed child stdout (nullptr: std::cout)
   std::ostream* err = nullptr;             // prefixed child stderr (nullptr: std::cerr)
 };

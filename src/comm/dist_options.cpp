@@ -4,6 +4,7 @@
 #include <string>
 
 #include "atoll/dist.h"
+#include "comm/job_token.h"
 
 namespace atl {
 namespace {
@@ -54,6 +55,18 @@ DistOptions dist_options_from_env(DistOptions o) {
   if (const char* i = env("GLOO_SOCKET_IFNAME")) o.ifname = i;
   o.timeout_s = env_double("ATOLL_DIST_TIMEOUT", o.timeout_s);
   o.sync_before_ops = env_int("ATOLL_DIST_SYNC_OPS", o.sync_before_ops ? 1 : 0) != 0;
+  o.insecure = env_int("ATOLL_INSECURE", o.insecure ? 1 : 0) != 0;
+  const char* file = env("ATOLL_JOB_TOKEN_FILE");
+  const char* text = env("ATOLL_JOB_TOKEN");
+  if (file != nullptr && text != nullptr)
+    throw std::invalid_argument("both ATOLL_JOB_TOKEN_FILE and ATOLL_JOB_TOKEN are set: give the job token once");
+  if (file != nullptr) {
+    o.job_token = read_job_token_file(file);
+    o.job_token_source = std::string("ATOLL_JOB_TOKEN_FILE=") + file;
+  } else if (text != nullptr) {
+    o.job_token = parse_job_token(text, "ATOLL_JOB_TOKEN");
+    o.job_token_source = "ATOLL_JOB_TOKEN";
+  }
   return o;
 }
 
@@ -70,6 +83,11 @@ void validate(const DistOptions& o) {
   if (!(o.timeout_s > 0)) fail("ATOLL_DIST_TIMEOUT (--dist-timeout) must be > 0 seconds");
   if (!(o.heartbeat_s > 0) || o.heartbeat_s * 3 > o.timeout_s)
     fail("the heartbeat period must be > 0 and at most a third of the timeout");
+  if (o.job_token.empty() && !o.insecure && !is_loopback_address(o.master_addr))
+    fail("a run across hosts (MASTER_ADDR " + o.master_addr +
+         " is not loopback) needs a job token, or anyone who can reach MASTER_PORT can join it: make one with "
+         "`atoll token new job.key`, copy it to every host, and start every rank with "
+         "ATOLL_JOB_TOKEN_FILE=job.key (--insecure runs without one, unauthenticated; see docs/SECURITY.md)");
   if (o.local_world_size == 0 || o.local_world_size > o.world_size)
     fail("LOCAL_WORLD_SIZE must be in 1..WORLD_SIZE (or unset), got " + std::to_string(o.local_world_size));
 }

@@ -40,6 +40,7 @@
 
 #include "atoll/config.h"
 #include "atoll/dist.h"
+#include "comm/auth_store.h"
 #include "comm/gloo_group.h"
 #include "comm/gloo_rendezvous.h"
 
@@ -290,12 +291,16 @@ class GlooCommunicator final : public Communicator {
 
 class GlooDistGroup final : public DistGroup {
  public:
-  // `beat_store`: a second connection for the heartbeat thread (null: none).
+  // `stores.beat_store`: a second connection for the heartbeat thread (null: none).
   // `island_devices` > 1 (already validated): also the island and cross groups.
-  GlooDistGroup(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::Store> beat_store,
-                int64_t rank, int64_t size, const DistOptions& opts, CollectiveAlgo algo,
-                int64_t island_devices)
-      : store_(std::move(store)), beat_store_(std::move(beat_store)), opts_(opts) {
+  // `stores.server` (rank 0 of a real run) is kept for the group's life;
+  // with `prove`, every group's connections prove the job token.
+  GlooDistGroup(RendezvousStores stores, int64_t rank, int64_t size, const DistOptions& opts, CollectiveAlgo algo,
+                int64_t island_devices, bool prove)
+      : server_(std::move(stores.server)),
+        store_(std::move(stores.store)),
+        beat_store_(std::move(stores.beat_store)),
+        opts_(opts) {
     // One transport device for every group of this rank: Gloo keeps each
     // group's connections apart, and one device is one listening socket and
     // one event loop thread instead of three.
@@ -308,6 +313,11 @@ class GlooDistGroup final : public DistGroup {
                                    std::to_string(size) + timeout + cause +
                                    " (are all ranks started with the same WORLD_SIZE? " + ifname_hint + ")";
                           });
+    // Every rank proves the world group's connections before connecting
+    // more, so ranks that disagree about the islands still pass this point
+    // together and fail below naming the island group.
+    const std::string nonce = prove ? gloo_proof_nonce(*store_) : std::string();
+    if (prove) prove_connections(*comm_, nonce, "the world group");
     if (island_devices > 1) {
       const int64_t d = rank % island_devices, i = rank / island_devices, islands = size / island_devices;
       const std::string members_hint = " (do all ranks run with the same islands.devices = " +
@@ -333,6 +343,10 @@ class GlooDistGroup final : public DistGroup {
                    "'s cross-island Gloo group (" + strided_ranks(d, island_devices, islands) + ", as its rank " +
                    std::to_string(i) + ")" + timeout + cause + members_hint;
           });
+    }
+    if (prove) {  // island and cross groups: each as soon as it connects, as the world group above
+      if (island_) prove_connections(*island_, nonce, "island " + std::to_string(rank / island_devices) + "'s group");
+      if (cross_) prove_connections(*cross_, nonce, "device " + std::to_string(rank % island_devices) + "'s cross group");
     }
     if (beat_store_) beat_thread_ = std::thread([this] { beat(); });
   }
@@ -418,6 +432,19 @@ class GlooDistGroup final : public DistGroup {
     return comm;
   }
 
+  // See check_gloo_proofs: every member's proof, gathered over the group's
+  // own connections (outside the ledger and the clock).
+  void prove_connections(GlooCommunicator& comm, const std::string& nonce, const std::string& group) {
+    const Bytes mine = gloo_proof(opts_.job_token, nonce, group, comm.rank());
+    at::Tensor t = at::empty({int64_t(mine.size())}, at::kByte);
+    std::memcpy(t.data_ptr<uint8_t>(), mine.data(), mine.size());
+    std::vector<at::Tensor> parts;
+    comm.guarded("proving the job token over Gloo", [&] { comm.gather_equal(t, parts); });
+    std::vector<Bytes> gathered;
+    for (const auto& p : parts) gathered.emplace_back(p.data_ptr<uint8_t>(), p.data_ptr<uint8_t>() + p.numel());
+    check_gloo_proofs(gathered, opts_.job_token, nonce, group, "rank " + std::to_string(rank()));
+  }
+
   static std::shared_ptr<::gloo::transport::Device> make_device(const DistOptions& opts) {
     if (!opts.ifname.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(opts.ifname);
     // One box: loopback is always there, whatever the host name resolves to.
@@ -482,6 +509,7 @@ class GlooDistGroup final : public DistGroup {
     }
   }
 
+  std::shared_ptr<AuthStoreServer> server_;  // declared first: outlives the connections to it
   c10::intrusive_ptr<c10d::Store> store_, beat_store_;
   DistOptions opts_;
   std::unique_ptr<GlooCommunicator> comm_;
@@ -506,12 +534,10 @@ std::unique_ptr<DistGroup> connect_gloo(const DistOptions& opts, CollectiveAlgo 
                                         const std::string& fingerprint, int64_t island_devices) {
   validate(opts);
   validate_island_devices(island_devices, opts.world_size);
-  const RendezvousStores stores = connect_stores(opts);
-  const c10::intrusive_ptr<c10d::Store>& store = stores.store;
-  const c10::intrusive_ptr<c10d::Store>& beat_store = stores.beat_store;
-  start_up_checks(*store, opts, fingerprint);
-  return std::make_unique<GlooDistGroup>(store, beat_store, opts.rank, opts.world_size, opts, ledger_algo,
-                                         island_devices);
+  RendezvousStores stores = connect_stores(opts);
+  start_up_checks(stores, opts, fingerprint);
+  return std::make_unique<GlooDistGroup>(std::move(stores), opts.rank, opts.world_size, opts, ledger_algo,
+                                         island_devices, /*prove=*/true);
 }
 
 std::vector<std::unique_ptr<DistGroup>> gloo_threads_group(int64_t n, double timeout_s, CollectiveAlgo ledger_algo,
@@ -529,8 +555,8 @@ std::vector<std::unique_ptr<DistGroup>> gloo_threads_group(int64_t n, double tim
         o.rank = r;
         o.world_size = n;
         o.timeout_s = timeout_s;
-        groups[r] = std::make_unique<GlooDistGroup>(store, c10::intrusive_ptr<c10d::Store>(), r, n, o, ledger_algo,
-                                                    island_devices);
+        groups[r] = std::make_unique<GlooDistGroup>(RendezvousStores{nullptr, store, c10::intrusive_ptr<c10d::Store>()}, r, n, o, ledger_algo,
+                                                    island_devices, /*prove=*/false);
       } catch (...) {
         errors[r] = std::current_exception();
       }

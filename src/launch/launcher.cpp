@@ -28,6 +28,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "atoll/launch.h"
+#include "comm/job_token.h"
 #include "launch/process.h"
 
 extern char** environ;
@@ -151,7 +153,7 @@ int exit_code_of(int status) {
 
 // The parent's environment with the torchrun variables replaced.
 std::vector<std::string> rank_environment(const LaunchOptions& opts, int port, int64_t rank, int64_t restart) {
-  const std::vector<std::pair<std::string, std::string>> added = {
+  std::vector<std::pair<std::string, std::string>> added = {
       {"RANK", std::to_string(opts.node_rank * opts.nproc + rank)},
       {"LOCAL_RANK", std::to_string(rank)},
       {"WORLD_SIZE", std::to_string(opts.nnodes * opts.nproc)},
@@ -162,6 +164,9 @@ std::vector<std::string> rank_environment(const LaunchOptions& opts, int port, i
       // As torchrun: how often the job was restarted; atoll train then
       // resumes from the newest checkpoint.
       {"TORCHELASTIC_RESTART_COUNT", std::to_string(restart)}};
+  std::vector<std::pair<std::string, std::string>> token;
+  if (!opts.job_token.empty()) token = {{"ATOLL_JOB_TOKEN", opts.job_token}};
+  added.insert(added.end(), token.begin(), token.end());
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string entry = *e;
@@ -478,8 +483,15 @@ int pick_free_port(const std::string& addr) {
   return port;
 }
 
-LaunchResult launch_local(const LaunchOptions& opts) {
-  validate(opts);
+LaunchResult launch_local(const LaunchOptions& given) {
+  validate(given);
+  LaunchOptions opts = given;
+  // A one-host job gets a job token of its own (every rank is a child of
+  // this process), so no other local user or process can join its
+  // rendezvous; a job across hosts needs the same token on each, given.
+  if (opts.job_token.empty() && opts.nnodes == 1 && std::getenv("ATOLL_JOB_TOKEN") == nullptr &&
+      std::getenv("ATOLL_JOB_TOKEN_FILE") == nullptr)
+    opts.job_token = to_hex(random_bytes(kJobTokenBytes));
   if (g_busy.exchange(true)) {
     throw std::runtime_error("launch: another launch_local() is already running in this "
                              "process");

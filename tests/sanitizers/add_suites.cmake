@@ -59,9 +59,15 @@ foreach(suite IN LISTS suites)
     continue()
   endif()
   math(EXPR timeout "${TIMEOUT_PER_TEST} * ${n_${suite}}")
+  # Suites named Security* (tests/security_test.cpp) also carry "security":
+  # ctest -L security runs the attacks of docs/SECURITY.md.
+  set(labels "${LABELS}")
+  if(suite MATCHES "^Security")
+    list(APPEND labels security)
+  endif()
   string(APPEND script
     "add_test([==[${suite}.*]==] [==[${TEST_EXECUTABLE}]==] [==[--gtest_filter=${suite}.*]==])\n"
-    "set_tests_properties([==[${suite}.*]==] PROPERTIES LABELS [==[${LABELS}]==] TIMEOUT ${timeout} COST ${n_${suite}})\n")
+    "set_tests_properties([==[${suite}.*]==] PROPERTIES LABELS [==[${labels}]==] TIMEOUT ${timeout} COST ${n_${suite}})\n")
   math(EXPR registered "${registered} + 1")
 endforeach()
 if(registered EQUAL 0)

@@ -1,0 +1,286 @@
+// The rendezvous store's client, a c10d::Store (see auth_store.h): connects,
+// proves the job token, then sends one sealed request at a time and checks
+// every reply's MAC. Any failure but a timed-out wait closes the connection
+// (its sequence numbers can no longer be trusted) and later calls say so.
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "comm/auth_store.h"
+#include "comm/auth_wire.h"
+
+namespace atl {
+
+using Clock = std::chrono::steady_clock;
+using wire::Op;
+using wire::Status;
+
+namespace {
+
+// Replies hold at most one value and a few integers.
+constexpr size_t kMaxReplyBody = AuthStoreLimits{}.max_value_bytes + 64;
+
+int remaining_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
+}
+
+// Exactly `n` bytes by `deadline`; false on a timeout; throws on a closed or
+// broken connection (`closed` says whether the peer closed it cleanly).
+bool read_exactly(int fd, char* out, size_t n, Clock::time_point deadline, size_t* got = nullptr) {
+  size_t have = 0;
+  while (have < n) {
+    pollfd p{fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, remaining_ms(deadline));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) {
+      if (got) *got = have;
+      return false;
+    }
+    const ssize_t k = ::recv(fd, out + have, n - have, 0);
+    if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (k <= 0) {
+      if (got) *got = have;
+      throw std::runtime_error(k == 0 ? "the connection was closed" : std::strerror(errno));
+    }
+    have += size_t(k);
+  }
+  if (got) *got = have;
+  return true;
+}
+
+void write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t k = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) throw std::runtime_error(std::strerror(errno));
+    bytes.remove_prefix(size_t(k));
+  }
+}
+
+// A connected socket to host:port, retrying refused connections until
+// `deadline` (rank 0 may not listen yet); -1 with `why` set if none.
+int connect_until(const std::string& host, int port, Clock::time_point deadline, std::string& why) {
+  for (;;) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    const std::string port_text = std::to_string(port);
+    if (const int rc = getaddrinfo(host.c_str(), port_text.c_str(), &hints, &found); rc != 0) {
+      why = std::string("cannot resolve it: ") + gai_strerror(rc);
+    } else {
+      for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) continue;
+        int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+        if (err == EINPROGRESS) {
+          pollfd p{fd, POLLOUT, 0};
+          if (::poll(&p, 1, std::min(remaining_ms(deadline), 5000)) == 1) {
+            socklen_t len = sizeof err;
+            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+          } else {
+            err = ETIMEDOUT;
+          }
+        }
+        if (err == 0) {
+          freeaddrinfo(found);
+          ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+          const int one = 1;
+          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          return fd;
+        }
+        why = std::strerror(err);
+        ::close(fd);
+      }
+      freeaddrinfo(found);
+    }
+    if (remaining_ms(deadline) == 0) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, remaining_ms(deadline))));
+  }
+}
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  return std::to_string(ms.count() / 1000) + (ms.count() % 1000 ? "." + std::to_string(ms.count() % 1000 / 100) : "") +
+         " s";
+}
+
+}  // namespace
+
+AuthStoreClient::AuthStoreClient(const std::string& host, int port, Bytes key, std::chrono::milliseconds timeout)
+    : c10d::Store(timeout), where_(host + ":" + std::to_string(port)) {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  std::string why;
+  fd_ = connect_until(host, port, deadline, why);
+  if (fd_ < 0)
+    throw std::runtime_error("no rendezvous store answered at " + where_ + " within " + seconds_text(timeout) + " (" +
+                             why + ")");
+  try {
+    std::string hello(wire::kServerHelloBytes, '\0');
+    if (!read_exactly(fd_, hello.data(), hello.size(), deadline) || hello.compare(0, wire::kMagic.size(), wire::kMagic) != 0)
+      throw std::runtime_error("the process listening there is not an atoll rendezvous (another program on MASTER_PORT?)");
+    const Bytes server_nonce(hello.begin() + wire::kMagic.size(), hello.end());
+    const Bytes client_nonce = random_bytes(wire::kNonceBytes);
+    std::string mine(wire::kMagic);
+    mine.append(as_text(client_nonce));
+    mine.append(as_text(wire::client_proof(key, server_nonce, client_nonce)));
+    write_all(fd_, mine);
+    std::string answer(kHmacBytes, '\0');
+    size_t got = 0;
+    bool complete = false;
+    try {
+      complete = read_exactly(fd_, answer.data(), answer.size(), deadline, &got);
+    } catch (const std::runtime_error&) {
+      complete = false;  // closed: a refusal is shorter than a proof
+    }
+    if (!complete && answer.compare(0, got, wire::kRefused) == 0 && got == wire::kRefused.size())
+      throw std::runtime_error(
+          "rank 0 refused this process's job token: the ranks hold different tokens (is ATOLL_JOB_TOKEN_FILE, or "
+          "ATOLL_JOB_TOKEN, the same on every host?)");
+    if (!complete) throw std::runtime_error("it did not finish the handshake within " + seconds_text(timeout));
+    if (!equal_in_constant_time(Bytes(answer.begin(), answer.end()), wire::server_proof(key, server_nonce, client_nonce)))
+      throw std::runtime_error("it does not hold this job's token (another job on this MASTER_PORT, or a stranger)");
+    session_key_ = wire::session_key(key, server_nonce, client_nonce);
+  } catch (const std::exception& e) {
+    ::close(fd_);
+    fd_ = -1;
+    throw std::runtime_error("the rendezvous store at " + where_ + ": " + e.what());
+  }
+}
+
+AuthStoreClient::~AuthStoreClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::vector<uint8_t> AuthStoreClient::request(const std::string& body, std::chrono::milliseconds server_wait) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (fd_ < 0)
+    throw std::runtime_error("the connection to the rendezvous store at " + where_ + " was closed after an earlier error");
+  // The server answers a blocking request itself when its wait ends; past
+  // that, the store's timeout is left for the answer to arrive.
+  const Clock::time_point deadline = Clock::now() + server_wait + getTimeout();
+  std::string reply_body;
+  try {
+    write_all(fd_, wire::seal(session_key_, 'C', send_seq_++, body));
+    std::string frame(wire::kFrameLengthBytes, '\0');
+    if (!read_exactly(fd_, frame.data(), frame.size(), deadline))
+      throw std::runtime_error("no answer within " + seconds_text(server_wait + getTimeout()));
+    const uint32_t n = wire::declared_length(frame);
+    if (n > kMaxReplyBody) throw std::runtime_error("an answer of " + std::to_string(n) + " bytes (refused)");
+    frame.resize(wire::kFrameOverhead + n);
+    if (!read_exactly(fd_, frame.data() + wire::kFrameLengthBytes, n + kHmacBytes, deadline))
+      throw std::runtime_error("an unfinished answer");
+    if (!wire::verify(session_key_, 'S', recv_seq_++, frame))
+      throw std::runtime_error("an answer without this job's MAC (forged or corrupted)");
+    reply_body = frame.substr(wire::kFrameLengthBytes, n);
+  } catch (const std::exception& e) {
+    ::close(fd_);
+    fd_ = -1;
+    throw std::runtime_error("the rendezvous store at " + where_ + ": " + e.what());
+  }
+  wire::Reader r(reply_body);
+  const auto status = static_cast<Status>(r.u8());
+  if (status == Status::Error) throw std::runtime_error("the rendezvous store refused a request: " + r.text(kMaxReplyBody));
+  if (status == Status::TimedOut)
+    throw std::runtime_error("timed out after " + seconds_text(server_wait) + " waiting for the rendezvous store's key(s)");
+  const std::string rest = reply_body.substr(1);
+  return std::vector<uint8_t>(rest.begin(), rest.end());
+}
+
+namespace {
+
+std::string value_text(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+
+// c10d's kNoTimeout (0) waits without end; the server caps a wait at a day.
+std::chrono::milliseconds wait_limit(std::chrono::milliseconds t) {
+  return t.count() == 0 ? std::chrono::milliseconds(86400000) : t;
+}
+
+std::string one_text(const std::vector<uint8_t>& reply) {
+  const std::string s = value_text(reply);
+  wire::Reader r(s);
+  return r.text(kMaxReplyBody);
+}
+
+uint64_t one_u64(const std::vector<uint8_t>& reply) {
+  const std::string s = value_text(reply);
+  wire::Reader r(s);
+  return r.u64();
+}
+
+void check_sizes(const std::string& key, size_t value_bytes) {
+  const AuthStoreLimits limits;
+  if (key.size() > limits.max_key_bytes || value_bytes > limits.max_value_bytes)
+    throw std::invalid_argument("rendezvous store: key '" + key.substr(0, 64) + "' (" + std::to_string(key.size()) +
+                                " bytes) or its value (" + std::to_string(value_bytes) + " bytes) is over the limit (" +
+                                std::to_string(limits.max_key_bytes) + " and " + std::to_string(limits.max_value_bytes) +
+                                " bytes)");
+}
+
+}  // namespace
+
+void AuthStoreClient::set(const std::string& key, const std::vector<uint8_t>& value) {
+  check_sizes(key, value.size());
+  request(wire::Writer().u8(uint8_t(Op::Set)).text(key).text(value_text(value)).take(), {});
+}
+
+std::vector<uint8_t> AuthStoreClient::compareSet(const std::string& key, const std::vector<uint8_t>& expected,
+                                                 const std::vector<uint8_t>& desired) {
+  check_sizes(key, std::max(expected.size(), desired.size()));
+  const std::string v = one_text(request(
+      wire::Writer().u8(uint8_t(Op::CompareSet)).text(key).text(value_text(expected)).text(value_text(desired)).take(),
+      {}));
+  return std::vector<uint8_t>(v.begin(), v.end());
+}
+
+std::vector<uint8_t> AuthStoreClient::get(const std::string& key) {
+  check_sizes(key, 0);
+  const std::string v = one_text(
+      request(wire::Writer().u8(uint8_t(Op::Get)).text(key).u64(uint64_t(getTimeout().count())).take(),
+              wait_limit(getTimeout())));
+  return std::vector<uint8_t>(v.begin(), v.end());
+}
+
+int64_t AuthStoreClient::add(const std::string& key, int64_t value) {
+  check_sizes(key, 0);
+  return static_cast<int64_t>(one_u64(request(wire::Writer().u8(uint8_t(Op::Add)).text(key).u64(uint64_t(value)).take(), {})));
+}
+
+bool AuthStoreClient::deleteKey(const std::string& key) {
+  check_sizes(key, 0);
+  const std::vector<uint8_t> r = request(wire::Writer().u8(uint8_t(Op::Delete)).text(key).take(), {});
+  return !r.empty() && r[0] != 0;
+}
+
+bool AuthStoreClient::check(const std::vector<std::string>& keys) {
+  wire::Writer w;
+  w.u8(uint8_t(Op::Check)).u64(keys.size());
+  for (const auto& k : keys) check_sizes(k, 0), w.text(k);
+  const std::vector<uint8_t> r = request(w.take(), {});
+  return !r.empty() && r[0] != 0;
+}
+
+int64_t AuthStoreClient::getNumKeys() {
+  return static_cast<int64_t>(one_u64(request(wire::Writer().u8(uint8_t(Op::NumKeys)).take(), {})));
+}
+
+void AuthStoreClient::wait(const std::vector<std::string>& keys) { wait(keys, getTimeout()); }
+
+void AuthStoreClient::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
+  wire::Writer w;
+  w.u8(uint8_t(Op::Wait)).u64(keys.size());
+  for (const auto& k : keys) check_sizes(k, 0), w.text(k);
+  request(w.u64(uint64_t(timeout.count())).take(), wait_limit(timeout));
+}
+
+}  // namespace atl
