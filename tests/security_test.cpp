@@ -21,10 +21,14 @@
 #include "child_process.h"
 #include "comm/auth_store.h"
 #include "comm/auth_wire.h"
+#include "comm/gloo_group.h"
 #include "comm/gloo_rendezvous.h"
 #include "comm/job_token.h"
 #include "test_util.h"
 #include "tiny_data.h"
+#include "train/worker_report.h"
+
+#include <ATen/ATen.h>
 
 namespace atl {
 namespace {
@@ -256,6 +260,83 @@ TEST(SecurityGlooProof, AConnectionWhoseProofIsWrongIsRefusedNamingTheRank) {
   EXPECT_THROW(check_gloo_proofs(gathered, key, "nonce", "the world group", "rank 0"), std::runtime_error);
   gathered[2] = gloo_proof(key, "nonce", "the world group", 1);
   EXPECT_THROW(check_gloo_proofs(gathered, key, "nonce", "the world group", "rank 0"), std::runtime_error);
+}
+
+// A rank running other code declares lengths it never sends. The honest
+// rank refuses them naming the rank, before allocating: its memory stays
+// put and no wait runs into the timeout.
+TEST(SecurityPeerInput, ARankDeclaringANegativeOrHugeLengthIsRefusedNamingIt) {
+  for (const int64_t declared : {int64_t(-1), int64_t(1) << 40}) {
+    auto groups = gloo_threads_group(2, 10, CollectiveAlgo::Ring);
+    std::string payload_error = "(none)", message_error = "(none)";
+    const int64_t rss_before = rss_kib();
+    std::thread rogue([&] {
+      // Rank 1's first gather stands in for the size exchange of the honest
+      // rank's all_gather and of its string gather.
+      groups[1]->raw_all_gather(at::full({1}, declared, at::kLong));
+      groups[1]->raw_all_gather(at::full({1}, declared, at::kLong));
+    });
+    try {
+      std::vector<at::Tensor> out;
+      groups[0]->comm().all_gather(at::ones({4}), out, "payload");
+    } catch (const std::runtime_error& e) {
+      payload_error = e.what();
+    }
+    try {
+      groups[0]->raw_all_gather_strings("report");
+    } catch (const std::runtime_error& e) {
+      message_error = e.what();
+    }
+    rogue.join();
+    const std::string n = std::to_string(declared);
+    EXPECT_NE(payload_error.find("rank 1 declared a payload of " + n + " elements"), std::string::npos)
+        << payload_error;
+    EXPECT_NE(message_error.find("rank 1 declared a message of " + n + " elements"), std::string::npos)
+        << message_error;
+    EXPECT_LT(rss_kib() - rss_before, 64 * 1024);
+  }
+}
+
+TEST(SecurityPeerInput, PeerReportsAreParsedStrictlyAndNameTheRank) {
+  WorkerReport good;
+  good.loss_sum = 3.5;
+  good.loss_count = 2;
+  good.sent_by_tag["outer"] = 100;
+  good.events.push_back(R"({"event":"fault","kind":"drop"})");
+  const WorkerReport back = parse_worker_report(good.to_json().dump(), "rank 2");
+  EXPECT_EQ(back.loss_count, 2);
+  EXPECT_EQ(back.sent_by_tag.at("outer"), 100);
+  ASSERT_EQ(back.events.size(), 1u);
+  auto refused = [&](nlohmann::json j, const std::string& why) {
+    try {
+      parse_worker_report(j.dump(), "rank 2");
+      ADD_FAILURE() << "accepted: " << j.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("rank 2 sent a report"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json j = good.to_json();
+  j["loss_count"] = -1;
+  refused(j, "loss_count");
+  j = good.to_json();
+  j["ops"] = 1e300;
+  refused(j, "ops");
+  j = good.to_json();
+  j["sent"] = "lots";
+  refused(j, "sent");
+  j = good.to_json();
+  j.erase("blocked_s");
+  refused(j, "blocked_s");
+  j = good.to_json();
+  j["events"] = {"\u001b[2Jnot json"};
+  refused(j, "");
+  j = good.to_json();
+  j["events"] = {"[1,2]"};
+  refused(j, "not a JSON object");
+  // Nesting is refused while parsing, however deep.
+  std::string deep(100000, '[');
+  EXPECT_THROW(parse_worker_report(deep, "rank 2"), std::invalid_argument);
 }
 
 TEST(SecurityJobToken, TokenFilesAreNewPrivateAndChecked) {

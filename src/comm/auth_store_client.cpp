@@ -231,56 +231,75 @@ void check_sizes(const std::string& key, size_t value_bytes) {
 
 void AuthStoreClient::set(const std::string& key, const std::vector<uint8_t>& value) {
   check_sizes(key, value.size());
-  request(wire::Writer().u8(uint8_t(Op::Set)).text(key).text(value_text(value)).take(), {});
+  wire::Request q;
+  q.op = Op::Set;
+  q.key = key;
+  q.value = value_text(value);
+  request(wire::encode_request(q), {});
 }
 
 std::vector<uint8_t> AuthStoreClient::compareSet(const std::string& key, const std::vector<uint8_t>& expected,
                                                  const std::vector<uint8_t>& desired) {
   check_sizes(key, std::max(expected.size(), desired.size()));
-  const std::string v = one_text(request(
-      wire::Writer().u8(uint8_t(Op::CompareSet)).text(key).text(value_text(expected)).text(value_text(desired)).take(),
-      {}));
+  wire::Request q;
+  q.op = Op::CompareSet;
+  q.key = key;
+  q.expected = value_text(expected);
+  q.value = value_text(desired);
+  const std::string v = one_text(request(wire::encode_request(q), {}));
   return std::vector<uint8_t>(v.begin(), v.end());
 }
 
 std::vector<uint8_t> AuthStoreClient::get(const std::string& key) {
   check_sizes(key, 0);
-  const std::string v = one_text(
-      request(wire::Writer().u8(uint8_t(Op::Get)).text(key).u64(uint64_t(getTimeout().count())).take(),
-              wait_limit(getTimeout())));
+  wire::Request q;
+  q.op = Op::Get;
+  q.key = key;
+  q.timeout_ms = uint64_t(getTimeout().count());
+  const std::string v = one_text(request(wire::encode_request(q), wait_limit(getTimeout())));
   return std::vector<uint8_t>(v.begin(), v.end());
 }
 
 int64_t AuthStoreClient::add(const std::string& key, int64_t value) {
   check_sizes(key, 0);
-  return static_cast<int64_t>(one_u64(request(wire::Writer().u8(uint8_t(Op::Add)).text(key).u64(uint64_t(value)).take(), {})));
+  wire::Request q;
+  q.op = Op::Add;
+  q.key = key;
+  q.delta = value;
+  return static_cast<int64_t>(one_u64(request(wire::encode_request(q), {})));
 }
 
 bool AuthStoreClient::deleteKey(const std::string& key) {
   check_sizes(key, 0);
-  const std::vector<uint8_t> r = request(wire::Writer().u8(uint8_t(Op::Delete)).text(key).take(), {});
+  wire::Request q;
+  q.op = Op::Delete;
+  q.key = key;
+  const std::vector<uint8_t> r = request(wire::encode_request(q), {});
   return !r.empty() && r[0] != 0;
 }
 
 bool AuthStoreClient::check(const std::vector<std::string>& keys) {
-  wire::Writer w;
-  w.u8(uint8_t(Op::Check)).u64(keys.size());
-  for (const auto& k : keys) check_sizes(k, 0), w.text(k);
-  const std::vector<uint8_t> r = request(w.take(), {});
+  for (const auto& k : keys) check_sizes(k, 0);
+  wire::Request q;
+  q.op = Op::Check;
+  q.keys = keys;
+  const std::vector<uint8_t> r = request(wire::encode_request(q), {});
   return !r.empty() && r[0] != 0;
 }
 
 int64_t AuthStoreClient::getNumKeys() {
-  return static_cast<int64_t>(one_u64(request(wire::Writer().u8(uint8_t(Op::NumKeys)).take(), {})));
+  return static_cast<int64_t>(one_u64(request(wire::encode_request(wire::Request{}), {})));
 }
 
 void AuthStoreClient::wait(const std::vector<std::string>& keys) { wait(keys, getTimeout()); }
 
 void AuthStoreClient::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
-  wire::Writer w;
-  w.u8(uint8_t(Op::Wait)).u64(keys.size());
-  for (const auto& k : keys) check_sizes(k, 0), w.text(k);
-  request(w.u64(uint64_t(timeout.count())).take(), wait_limit(timeout));
+  for (const auto& k : keys) check_sizes(k, 0);
+  wire::Request q;
+  q.op = Op::Wait;
+  q.keys = keys;
+  q.timeout_ms = uint64_t(timeout.count());
+  request(wire::encode_request(q), wait_limit(timeout));
 }
 
 }  // namespace atl

@@ -307,65 +307,41 @@ bool AuthStoreServer::Impl::put(Conn& c, const std::string& k, const std::string
 }
 
 void AuthStoreServer::Impl::handle(Conn& c, std::string_view body) {
-  wire::Reader r(body);
-  const auto op = static_cast<Op>(r.u8());
-  auto next_key = [&] { return r.text(limits.max_key_bytes); };
-  auto keys = [&] {
-    const uint64_t count = r.u64();
-    if (count > r.remaining() / 4) throw wire::ProtocolError("more keys than the message holds");
-    std::vector<std::string> out;
-    for (uint64_t i = 0; i < count; ++i) out.push_back(next_key());
-    return out;
-  };
-  auto done = [&] {
-    if (!r.at_end()) throw wire::ProtocolError("trailing bytes in a request");
-  };
+  const wire::Request q = wire::parse_request(body, {limits.max_key_bytes, limits.max_value_bytes});
   wire::Writer w;
-  switch (op) {
-    case Op::Set: {
-      const std::string k = next_key(), v = r.text(limits.max_value_bytes);
-      done();
-      if (put(c, k, v)) reply_status(c, Status::Ok);
+  switch (q.op) {
+    case Op::Set:
+      if (put(c, q.key, q.value)) reply_status(c, Status::Ok);
       return answer_waiters();
-    }
     case Op::Get:
-    case Op::Wait: {
-      c.wait_keys = op == Op::Get ? std::vector<std::string>{next_key()} : keys();
-      c.wait_until = wait_deadline(r.u64());
-      done();
-      c.wait_op = op;
+    case Op::Wait:
+      c.wait_keys = q.op == Op::Get ? std::vector<std::string>{q.key} : q.keys;
+      c.wait_until = wait_deadline(q.timeout_ms);
+      c.wait_op = q.op;
       c.waiting = true;
       return answer_waiter(c);
-    }
     case Op::Add: {
-      const std::string k = next_key();
-      const auto by = static_cast<int64_t>(r.u64());
-      done();
       int64_t v = 0;
-      if (const auto it = data.find(k); it != data.end() && !parse_int64(it->second, v))
-        return reply_status(c, Status::Error, "add() on key '" + k + "', which holds a value that is not an integer");
-      if (__builtin_add_overflow(v, by, &v)) return reply_status(c, Status::Error, "add() overflows key '" + k + "'");
-      if (!put(c, k, std::to_string(v))) return;
+      if (const auto it = data.find(q.key); it != data.end() && !parse_int64(it->second, v))
+        return reply_status(c, Status::Error, "add() on key '" + q.key + "', which holds a value that is not an integer");
+      if (__builtin_add_overflow(v, q.delta, &v)) return reply_status(c, Status::Error, "add() overflows key '" + q.key + "'");
+      if (!put(c, q.key, std::to_string(v))) return;
       reply(c, w.u8(uint8_t(Status::Ok)).u64(uint64_t(v)).take());
       return answer_waiters();
     }
     case Op::CompareSet: {
-      const std::string k = next_key(), expected = r.text(limits.max_value_bytes), desired = r.text(limits.max_value_bytes);
-      done();
-      const auto it = data.find(k);
+      const auto it = data.find(q.key);
       // c10d's semantics: a missing key is set when `expected` is empty;
       // otherwise the caller gets `expected` back and nothing changes.
-      if (it == data.end() ? expected.empty() : it->second == expected) {
-        if (!put(c, k, desired)) return;
-        reply(c, w.u8(uint8_t(Status::Ok)).text(desired).take());
+      if (it == data.end() ? q.expected.empty() : it->second == q.expected) {
+        if (!put(c, q.key, q.value)) return;
+        reply(c, w.u8(uint8_t(Status::Ok)).text(q.value).take());
         return answer_waiters();
       }
-      return reply(c, w.u8(uint8_t(Status::Ok)).text(it == data.end() ? expected : it->second).take());
+      return reply(c, w.u8(uint8_t(Status::Ok)).text(it == data.end() ? q.expected : it->second).take());
     }
     case Op::Delete: {
-      const std::string k = next_key();
-      done();
-      const auto it = data.find(k);
+      const auto it = data.find(q.key);
       const bool found = it != data.end();
       if (found) {
         data_bytes -= it->first.size() + it->second.size();
@@ -373,16 +349,11 @@ void AuthStoreServer::Impl::handle(Conn& c, std::string_view body) {
       }
       return reply(c, w.u8(uint8_t(Status::Ok)).u8(found ? 1 : 0).take());
     }
-    case Op::Check: {
-      const std::vector<std::string> ks = keys();
-      done();
-      return reply(c, w.u8(uint8_t(Status::Ok)).u8(holds(ks) ? 1 : 0).take());
-    }
+    case Op::Check:
+      return reply(c, w.u8(uint8_t(Status::Ok)).u8(holds(q.keys) ? 1 : 0).take());
     case Op::NumKeys:
-      done();
       return reply(c, w.u8(uint8_t(Status::Ok)).u64(data.size()).take());
   }
-  throw wire::ProtocolError("an unknown request");
 }
 
 void AuthStoreServer::Impl::answer_waiter(Conn& c) {

@@ -90,4 +90,64 @@ std::string Reader::text(size_t max) {
   return s;
 }
 
+std::string encode_request(const Request& r) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(r.op));
+  auto keys = [&] {
+    w.u64(r.keys.size());
+    for (const auto& k : r.keys) w.text(k);
+  };
+  switch (r.op) {
+    case Op::Set: w.text(r.key).text(r.value); break;
+    case Op::Get: w.text(r.key).u64(r.timeout_ms); break;
+    case Op::Add: w.text(r.key).u64(static_cast<uint64_t>(r.delta)); break;
+    case Op::CompareSet: w.text(r.key).text(r.expected).text(r.value); break;
+    case Op::Delete: w.text(r.key); break;
+    case Op::Check: keys(); break;
+    case Op::NumKeys: break;
+    case Op::Wait: keys(), w.u64(r.timeout_ms); break;
+  }
+  return w.take();
+}
+
+Request parse_request(std::string_view body, const RequestLimits& limits) {
+  Reader in(body);
+  Request r;
+  r.op = static_cast<Op>(in.u8());
+  auto keys = [&] {
+    const uint64_t count = in.u64();
+    if (count > in.remaining() / 4) throw ProtocolError("more keys than the message holds");
+    for (uint64_t i = 0; i < count; ++i) r.keys.push_back(in.text(limits.max_key_bytes));
+  };
+  switch (r.op) {
+    case Op::Set:
+      r.key = in.text(limits.max_key_bytes);
+      r.value = in.text(limits.max_value_bytes);
+      break;
+    case Op::Get:
+      r.key = in.text(limits.max_key_bytes);
+      r.timeout_ms = in.u64();
+      break;
+    case Op::Add:
+      r.key = in.text(limits.max_key_bytes);
+      r.delta = static_cast<int64_t>(in.u64());
+      break;
+    case Op::CompareSet:
+      r.key = in.text(limits.max_key_bytes);
+      r.expected = in.text(limits.max_value_bytes);
+      r.value = in.text(limits.max_value_bytes);
+      break;
+    case Op::Delete: r.key = in.text(limits.max_key_bytes); break;
+    case Op::Check: keys(); break;
+    case Op::NumKeys: break;
+    case Op::Wait:
+      keys();
+      r.timeout_ms = in.u64();
+      break;
+    default: throw ProtocolError("an unknown request");
+  }
+  if (!in.at_end()) throw ProtocolError("trailing bytes in a request");
+  return r;
+}
+
 }  // namespace atl::wire

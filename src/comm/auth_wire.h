@@ -52,6 +52,29 @@ struct ProtocolError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A decoded request. Which fields an op uses: Set key, value; Get key,
+// timeout_ms; Add key, delta; CompareSet key, expected, value; Delete key;
+// Check keys; NumKeys none; Wait keys, timeout_ms (0: no timeout).
+struct Request {
+  Op op = Op::NumKeys;
+  std::string key, value, expected;
+  std::vector<std::string> keys;
+  int64_t delta = 0;
+  uint64_t timeout_ms = 0;
+  bool operator==(const Request& o) const {
+    return op == o.op && key == o.key && value == o.value && expected == o.expected && keys == o.keys &&
+           delta == o.delta && timeout_ms == o.timeout_ms;
+  }
+};
+struct RequestLimits {
+  size_t max_key_bytes, max_value_bytes;
+};
+std::string encode_request(const Request& r);
+// Throws ProtocolError for an unknown op, a string over its limit, a count of
+// keys the body cannot hold, a short body or trailing bytes; allocates no
+// more than the body's size.
+Request parse_request(std::string_view body, const RequestLimits& limits);
+
 class Writer {
  public:
   Writer& u8(uint8_t v);

@@ -66,6 +66,20 @@ std::string strided_ranks(int64_t first, int64_t stride, int64_t count) {
   return out;
 }
 
+// Peers declare the lengths of what they send before sending it; every
+// rank allocates the largest. A length outside 0..kMaxPeerBytes (a bug or a
+// rogue rank: -1, 2^40) is refused before anything is allocated.
+constexpr int64_t kMaxPeerBytes = int64_t(1) << 31;
+
+int64_t checked_peer_length(int64_t elements, int64_t element_size, int64_t rank, const char* what) {
+  if (elements < 0 || elements > kMaxPeerBytes / element_size)
+    throw std::runtime_error("rank " + std::to_string(rank) + " declared a " + what + " of " +
+                             std::to_string(elements) + " elements of " + std::to_string(element_size) +
+                             " bytes (allowed: 0 to " + std::to_string(kMaxPeerBytes) +
+                             " bytes): refusing it (a rank running other code?)");
+  return elements;
+}
+
 // The Communicator backend: every op runs on the process group and waits.
 // `where` names this rank in its errors: "rank 3" for the world group, with
 // the subgroup added for an island's or a cross group's communicator.
@@ -154,8 +168,8 @@ class GlooCommunicator final : public Communicator {
     gather_equal(my_size, sizes_t);
     int64_t largest = 0;
     std::vector<int64_t> numels;
-    for (const auto& s : sizes_t) {
-      numels.push_back(s.item<int64_t>());
+    for (size_t r = 0; r < sizes_t.size(); ++r) {
+      numels.push_back(checked_peer_length(sizes_t[r].item<int64_t>(), in.element_size(), int64_t(r), "payload"));
       bytes.push_back(numels.back() * static_cast<int64_t>(in.element_size()));
       largest = std::max(largest, numels.back());
     }
@@ -377,7 +391,8 @@ class GlooDistGroup final : public DistGroup {
     std::vector<at::Tensor> lens;
     comm_->gather_equal(at::full({1}, static_cast<int64_t>(s.size()), at::kLong), lens);
     int64_t largest = 1;
-    for (const auto& l : lens) largest = std::max(largest, l.item<int64_t>());
+    for (size_t r = 0; r < lens.size(); ++r)
+      largest = std::max(largest, checked_peer_length(lens[r].item<int64_t>(), 1, int64_t(r), "message"));
     at::Tensor buf = at::zeros({largest}, at::kByte);
     std::memcpy(buf.data_ptr<uint8_t>(), s.data(), s.size());
     std::vector<at::Tensor> parts;

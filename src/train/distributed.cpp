@@ -21,6 +21,21 @@
 namespace atl {
 namespace {
 
+// A peer's list of checkpoint steps ("4,8,12,"), strictly: each a decimal
+// step in 0..10^15 followed by a comma. Throws naming `who` otherwise.
+std::vector<int64_t> parse_step_list(const std::string& list, const std::string& who) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  for (size_t end; (end = list.find(',', start)) != std::string::npos; start = end + 1) {
+    const std::string digits = list.substr(start, end - start);
+    if (digits.empty() || digits.size() > 15 || digits.find_first_not_of("0123456789") != std::string::npos)
+      throw std::invalid_argument(who + " sent a checkpoint step list atoll cannot read: '" + digits.substr(0, 20) + "'");
+    out.push_back(std::stoll(digits));
+  }
+  if (start != list.size()) throw std::invalid_argument(who + " sent a checkpoint step list without its last comma");
+  return out;
+}
+
 class RealCluster final : public Cluster {
  public:
   explicit RealCluster(DistGroup& group) : group_(group) {}
@@ -36,8 +51,8 @@ class RealCluster final : public Cluster {
 
   std::vector<WorkerReport> reports(const std::vector<WorkerReport>& local) override {
     std::vector<WorkerReport> out;
-    for (const auto& s : group_.raw_all_gather_strings(local.at(0).to_json().dump()))
-      out.push_back(WorkerReport::from_json(nlohmann::json::parse(s)));
+    const std::vector<std::string> texts = group_.raw_all_gather_strings(local.at(0).to_json().dump());
+    for (size_t r = 0; r < texts.size(); ++r) out.push_back(parse_worker_report(texts[r], "rank " + std::to_string(r)));
     return out;
   }
 
@@ -111,9 +126,8 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
   if (mode != "false") {
     std::map<int64_t, int64_t> holders;  // step -> ranks holding it
     const auto lists = group->raw_all_gather_strings(steps);
-    for (const auto& list : lists)
-      for (size_t start = 0, end; (end = list.find(',', start)) != std::string::npos; start = end + 1)
-        ++holders[std::stoll(list.substr(start, end - start))];
+    for (size_t r = 0; r < lists.size(); ++r)
+      for (int64_t step : parse_step_list(lists[r], "rank " + std::to_string(r))) ++holders[step];
     for (const auto& [step, count] : holders)
       if (count == int64_t(lists.size())) common_step = std::max(common_step, step);
   }

@@ -1,6 +1,41 @@
 #include "train/worker_report.h"
 
+#include <cmath>
+#include <stdexcept>
+
 namespace atl {
+namespace {
+
+// Reports are flat: an object holding numbers, one object of numbers and one
+// array of strings. Deeper nesting is refused while parsing, before any
+// recursion over it.
+constexpr int kMaxReportDepth = 4;
+
+nlohmann::json parse_shallow(const std::string& text, int max_depth) {
+  return nlohmann::json::parse(text, [max_depth](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > max_depth) throw std::invalid_argument("nested deeper than " + std::to_string(max_depth) + " levels");
+    return true;
+  });
+}
+
+double finite_number(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) throw std::invalid_argument(std::string("no \"") + key + "\"");
+  if (!it->is_number()) throw std::invalid_argument(std::string("\"") + key + "\" is not a number");
+  const double v = it->get<double>();
+  if (!std::isfinite(v)) throw std::invalid_argument(std::string("\"") + key + "\" is not finite");
+  return v;
+}
+
+int64_t count(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) throw std::invalid_argument(std::string("no \"") + key + "\"");
+  if (it->is_number_unsigned() && it->get<uint64_t>() <= uint64_t(INT64_MAX)) return it->get<int64_t>();
+  if (it->is_number_integer() && it->get<int64_t>() >= 0) return it->get<int64_t>();
+  throw std::invalid_argument(std::string("\"") + key + "\" is not a non-negative integer");
+}
+
+}  // namespace
 
 nlohmann::json WorkerReport::to_json() const {
   return {{"loss_sum", loss_sum}, {"loss_count", loss_count}, {"sim_now", sim_now},
@@ -30,6 +65,53 @@ WorkerReport WorkerReport::from_json(const nlohmann::json& j) {
   r.intra_received = j.at("intra_received");
   r.intra_network_s = j.at("intra_network_s");
   return r;
+}
+
+WorkerReport parse_worker_report(const std::string& text, const std::string& who) {
+  try {
+    if (text.size() > kMaxReportBytes)
+      throw std::invalid_argument(std::to_string(text.size()) + " bytes (at most " + std::to_string(kMaxReportBytes) +
+                                  ")");
+    const nlohmann::json j = parse_shallow(text, kMaxReportDepth);
+    if (!j.is_object()) throw std::invalid_argument("not a JSON object");
+    WorkerReport r;
+    r.loss_sum = finite_number(j, "loss_sum");
+    r.loss_count = count(j, "loss_count");
+    r.sim_now = finite_number(j, "sim_now");
+    r.compute_s = finite_number(j, "compute_s");
+    r.blocked_s = finite_number(j, "blocked_s");
+    r.sent = finite_number(j, "sent");
+    r.received = finite_number(j, "received");
+    r.ops = count(j, "ops");
+    r.network_model_s = finite_number(j, "network_model_s");
+    r.comm_wall_s = finite_number(j, "comm_wall_s");
+    r.compute_wall_s = finite_number(j, "compute_wall_s");
+    r.intra_sent = finite_number(j, "intra_sent");
+    r.intra_received = finite_number(j, "intra_received");
+    r.intra_network_s = finite_number(j, "intra_network_s");
+    const auto tags = j.find("sent_by_tag");
+    if (tags == j.end() || !tags->is_object() || tags->size() > kMaxReportTags)
+      throw std::invalid_argument("\"sent_by_tag\" is not an object of at most " + std::to_string(kMaxReportTags) +
+                                  " numbers");
+    for (const auto& [tag, v] : tags->items()) r.sent_by_tag[tag] = finite_number(*tags, tag.c_str());
+    const auto events = j.find("events");
+    if (events == j.end() || !events->is_array() || events->size() > kMaxReportEvents)
+      throw std::invalid_argument("\"events\" is not an array of at most " + std::to_string(kMaxReportEvents) +
+                                  " events");
+    for (const auto& e : *events) {
+      if (!e.is_string() || e.get_ref<const std::string&>().size() > kMaxEventBytes)
+        throw std::invalid_argument("an event is not a string of at most " + std::to_string(kMaxEventBytes) +
+                                    " bytes");
+      // Events go into rank 0's metrics.jsonl: only JSON objects, written
+      // back in rank 0's own formatting (one line, control characters escaped).
+      const nlohmann::json event = parse_shallow(e.get_ref<const std::string&>(), 8);
+      if (!event.is_object()) throw std::invalid_argument("an event is not a JSON object");
+      r.events.push_back(event.dump());
+    }
+    return r;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(who + " sent a report atoll cannot accept: " + e.what());
+  }
 }
 
 }  // namespace atl

@@ -30,4 +30,17 @@ struct WorkerReport {
   static WorkerReport from_json(const nlohmann::json& j);
 };
 
+// Bounds on a report from a peer rank (parse_worker_report).
+constexpr size_t kMaxReportBytes = size_t(16) << 20;
+constexpr size_t kMaxReportTags = 4096;
+constexpr size_t kMaxReportEvents = 10000;
+constexpr size_t kMaxEventBytes = 64 * 1024;
+
+// A peer's report (the JSON text to_json() makes), parsed strictly: every
+// field present with its type (counts non-negative integers, figures finite
+// numbers), at most the bounds above, each event a JSON object. Throws
+// std::invalid_argument saying what is wrong and naming `who` ("rank 3").
+// Real runs' rank 0 reads every other rank's report through this.
+WorkerReport parse_worker_report(const std::string& text, const std::string& who);
+
 }  // namespace atl
