@@ -93,6 +93,12 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
   const std::string no_meta = tmp.path("no_meta");
   fs::copy(tiny_text_dir(), no_meta);
   fs::remove(fs::path(no_meta) / "meta.json");
+  // meta.json with a value nested 400,000 levels deep: it once crashed the
+  // run (a stack overflow in the error message that dumped the value).
+  const std::string deep_meta = tmp.path("deep_meta");
+  fs::copy(tiny_text_dir(), deep_meta);
+  std::ofstream(fs::path(deep_meta) / "meta.json", std::ios::trunc)
+      << "{\"vocab_size\": " << std::string(400000, '[') << std::string(400000, ']') << ", \"tokenizer\": \"char\"}";
 
   // A folder of the user's next to the runs: no case may delete it.
   fs::create_directories(tmp.path("notes"));
@@ -126,6 +132,8 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
       {"missing data folder", {"train", good, "--run.name=fresh", "--data.dir=" + tmp.path("nowhere")}, "nowhere"},
       {"truncated data file", {"train", good, "--run.name=fresh", "--data.dir=" + data_copy}, "train.bin"},
       {"data without meta.json", {"train", good, "--run.name=fresh", "--data.dir=" + no_meta}, "meta.json"},
+      {"meta.json nested 400,000 levels deep", {"train", good, "--run.name=fresh", "--data.dir=" + deep_meta},
+       "meta.json: JSON nested deeper than 64 levels"},
       {"existing run folder", {"train", good}, "already exists"},
       {"overwrite of a folder that is not a run", {"train", good, "--run.name=notes", "--overwrite"},
        "is not an atoll run folder"},

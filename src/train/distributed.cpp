@@ -17,6 +17,7 @@
 #include "train/run_folder.h"
 #include "train/stop_signal.h"
 #include "train/threads.h"
+#include "util/json_input.h"
 
 namespace atl {
 namespace {
@@ -36,8 +37,10 @@ class RealCluster final : public Cluster {
 
   std::vector<WorkerReport> reports(const std::vector<WorkerReport>& local) override {
     std::vector<WorkerReport> out;
-    for (const auto& s : group_.raw_all_gather_strings(local.at(0).to_json().dump()))
-      out.push_back(WorkerReport::from_json(nlohmann::json::parse(s)));
+    const std::vector<std::string> texts = group_.raw_all_gather_strings(local.at(0).to_json().dump());
+    for (size_t r = 0; r < texts.size(); ++r)
+      out.push_back(
+          WorkerReport::from_json(parse_json_input(texts[r], "rank " + std::to_string(r) + "'s report")));
     return out;
   }
 

@@ -12,6 +12,7 @@
 #include "train/correlation.h"
 #include "train/threads.h"
 #include "util/format.h"
+#include "util/json_input.h"
 #include "util/machine.h"
 #include "util/process_clock.h"
 #include "util/wall_time.h"
@@ -132,7 +133,7 @@ void Observer::observe(const Observation& o) {
   // Islands: the bytes above crossed the wide-area links; these stayed inside.
   if (islands_) common["intra_bytes_sent_per_worker"] = intra_sent / n;
   for (const auto& r : o.reports)  // rank order
-    for (const auto& e : r.events) log_.write(nlohmann::json::parse(e));
+    for (const auto& e : r.events) log_.write(parse_json_input(e, "a worker's event"));
   log_outages(step, sim_time);
   ProgressInfo info;
   info.step = step;
