@@ -121,6 +121,13 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
     std::ofstream(ckpt15, std::ios::binary | std::ios::trunc) << saved15;
     std::ofstream(ckpt10, std::ios::binary | std::ios::trunc) << saved10;
   };
+  // A checkpoint whose checksum is right but whose ledger claims 2^39
+  // entries (the old limit was 2^40, whatever the file held).
+  auto inflate_count = [&] {
+    CheckpointRecords records = store.read(15, "worker-1");
+    records.at("comm.ledger.entries.count").integer = int64_t(1) << 39;
+    store.write(15, "worker-1", records);
+  };
   const std::vector<Case> cases = {
       {"malformed TOML", {"train", tmp.write("a.toml", "[train\nsteps = 3\n")}, "a.toml"},
       {"wrong type", {"train", tmp.write("b.toml", "[train]\nsteps = \"ten\"\n")}, "train.steps"},
@@ -142,6 +149,11 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
       {"resume with another model", {"train", good, "--resume", "--model.n_embd=32"}, "model.n_embd"},
       {"resume a finished run", {"train", done_path, "--run.name=done", "--resume"}, "has finished"},
       {"resume with no run folder", {"train", good, "--resume", "--run.name=never"}, "holds no run"},
+      {"checkpoint count the file cannot hold",
+       {"train", good, "--resume"},
+       "entries.count' is 549755813888",
+       inflate_count,
+       [&] { put_back(); }},
       {"every checkpoint corrupted",
        {"train", good, "--resume"},
        "checksum mismatch",
