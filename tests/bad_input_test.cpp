@@ -141,6 +141,8 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
       {"data without meta.json", {"train", good, "--run.name=fresh", "--data.dir=" + no_meta}, "meta.json"},
       {"meta.json nested 400,000 levels deep", {"train", good, "--run.name=fresh", "--data.dir=" + deep_meta},
        "meta.json: JSON nested deeper than 64 levels"},
+      {"dist timeout that is not finite", {"train", good, "--resume", "--dist-timeout=inf"},
+       "--dist-timeout='inf' is out of range"},
       {"existing run folder", {"train", good}, "already exists"},
       {"overwrite of a folder that is not a run", {"train", good, "--run.name=notes", "--overwrite"},
        "is not an atoll run folder"},
