@@ -94,6 +94,9 @@ void Observer::visit_state(StateVisitor& v) {
   v.real("last_update_correlation_min", last_agreement_.update_correlation_min);
   v.real("last_disagreement", last_agreement_.disagreement);
   v.integer("outages_logged", outages_logged_);
+  // The sizes saved here must be on disk before the checkpoint that names
+  // them (driver.ckpt is written after this walk): resume refuses shorter files.
+  if (!v.loading()) log_.sync();
   int64_t jsonl = static_cast<int64_t>(log_.jsonl_bytes()), csv = static_cast<int64_t>(log_.csv_bytes());
   v.integer("metrics.jsonl_bytes", jsonl);  // read by the run folder before the log reopens
   v.integer("metrics.csv_bytes", csv);
