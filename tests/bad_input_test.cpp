@@ -93,6 +93,12 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
   const std::string no_meta = tmp.path("no_meta");
   fs::copy(tiny_text_dir(), no_meta);
   fs::remove(fs::path(no_meta) / "meta.json");
+  // meta.json with a value nested 400,000 levels deep: it once crashed the
+  // run (a stack overflow in the error message that dumped the value).
+  const std::string deep_meta = tmp.path("deep_meta");
+  fs::copy(tiny_text_dir(), deep_meta);
+  std::ofstream(fs::path(deep_meta) / "meta.json", std::ios::trunc)
+      << "{\"vocab_size\": " << std::string(400000, '[') << std::string(400000, ']') << ", \"tokenizer\": \"char\"}";
 
   // A folder of the user's next to the runs: no case may delete it.
   fs::create_directories(tmp.path("notes"));
@@ -115,6 +121,13 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
     std::ofstream(ckpt15, std::ios::binary | std::ios::trunc) << saved15;
     std::ofstream(ckpt10, std::ios::binary | std::ios::trunc) << saved10;
   };
+  // A checkpoint whose checksum is right but whose ledger claims 2^39
+  // entries (the old limit was 2^40, whatever the file held).
+  auto inflate_count = [&] {
+    CheckpointRecords records = store.read(15, "worker-1");
+    records.at("comm.ledger.entries.count").integer = int64_t(1) << 39;
+    store.write(15, "worker-1", records);
+  };
   const std::vector<Case> cases = {
       {"malformed TOML", {"train", tmp.write("a.toml", "[train\nsteps = 3\n")}, "a.toml"},
       {"wrong type", {"train", tmp.write("b.toml", "[train]\nsteps = \"ten\"\n")}, "train.steps"},
@@ -126,6 +139,10 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
       {"missing data folder", {"train", good, "--run.name=fresh", "--data.dir=" + tmp.path("nowhere")}, "nowhere"},
       {"truncated data file", {"train", good, "--run.name=fresh", "--data.dir=" + data_copy}, "train.bin"},
       {"data without meta.json", {"train", good, "--run.name=fresh", "--data.dir=" + no_meta}, "meta.json"},
+      {"meta.json nested 400,000 levels deep", {"train", good, "--run.name=fresh", "--data.dir=" + deep_meta},
+       "meta.json: JSON nested deeper than 64 levels"},
+      {"dist timeout that is not finite", {"train", good, "--resume", "--dist-timeout=inf"},
+       "--dist-timeout='inf' is out of range"},
       {"existing run folder", {"train", good}, "already exists"},
       {"overwrite of a folder that is not a run", {"train", good, "--run.name=notes", "--overwrite"},
        "is not an atoll run folder"},
@@ -134,6 +151,11 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
       {"resume with another model", {"train", good, "--resume", "--model.n_embd=32"}, "model.n_embd"},
       {"resume a finished run", {"train", done_path, "--run.name=done", "--resume"}, "has finished"},
       {"resume with no run folder", {"train", good, "--resume", "--run.name=never"}, "holds no run"},
+      {"checkpoint count the file cannot hold",
+       {"train", good, "--resume"},
+       "entries.count' is 549755813888",
+       inflate_count,
+       [&] { put_back(); }},
       {"every checkpoint corrupted",
        {"train", good, "--resume"},
        "checksum mismatch",

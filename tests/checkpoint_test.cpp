@@ -2,6 +2,8 @@
 // resumed matching the run that never stopped, bit for bit, per strategy.
 #include <gtest/gtest.h>
 
+#include <ATen/ops/full.h>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -143,6 +145,42 @@ TEST(CheckpointFile, EveryTruncationAndEveryFlippedByteIsAnErrorNotACrash) {
     EXPECT_THROW(parse_checkpoint(bad), CheckpointError) << "byte " << i;
   }
   EXPECT_THROW(parse_checkpoint(good + "z"), CheckpointError);
+}
+
+TEST(CheckpointState, ACountTheFileCannotHoldIsRefusedBeforeAnythingIsSizedByIt) {
+  std::vector<at::Tensor> saved = {at::full({2}, 1.0), at::full({3}, 2.0), at::full({1}, 3.0)};
+  StateWriter writer;
+  writer.tensors("list", saved);
+  int64_t after = 5;
+  writer.integer("after", after);
+  // Through the file format, as a resume reads it.
+  const CheckpointRecords good = parse_checkpoint(serialize_checkpoint(writer.records()));
+  {
+    StateReader reader(good, "good.ckpt");
+    std::vector<at::Tensor> list;
+    reader.tensors("list", list);
+    ASSERT_EQ(list.size(), 3u);
+    EXPECT_EQ(list[1].sum().item<double>(), 6.0);
+  }
+  // 2^39 entries (within the old limit of 2^40, which sized a list of 4 TiB
+  // of tensor handles before any record backed it), more than the 121 bytes
+  // of records left could hold (10 of at least 12 bytes), and a negative count.
+  for (const int64_t count : {int64_t(1) << 39, int64_t(37), int64_t(-1)}) {
+    CheckpointRecords bad = good;
+    bad.at("list.count").integer = count;
+    bad = parse_checkpoint(serialize_checkpoint(bad));
+    StateReader reader(bad, "bad.ckpt");
+    std::vector<at::Tensor> list;
+    try {
+      reader.tensors("list", list);
+      ADD_FAILURE() << "count " << count << " was accepted";
+    } catch (const CheckpointError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("'list.count' is " + std::to_string(count)), std::string::npos) << what;
+      EXPECT_NE(what.find("hold at most"), std::string::npos) << what;
+    }
+    EXPECT_TRUE(list.empty());
+  }
 }
 
 }  // namespace

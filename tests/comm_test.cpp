@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -20,15 +22,18 @@
 #include "atoll/comm.h"
 #include "atoll/dist.h"
 #include "comm/gloo_group.h"
+#include "comm/gloo_rendezvous.h"
 #include "atoll/launch.h"
 #include "atoll/net.h"
 #include "comm_checks.h"
+#include "test_util.h"
 
 namespace atl {
 namespace {
 
 using namespace std::chrono_literals;
 using namespace comm_checks;
+using testing::invalid_argument_message;
 
 // ---------------------------------------------------------------------------
 // Conformance
@@ -174,6 +179,39 @@ TEST(GlooGroup, ARankWaitingForAnAbsentPeerFailsAfterTheTimeoutNamingTheOp) {
     EXPECT_NE(std::string(e.what()).find("all_reduce on rank 0 failed"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+}
+
+// ATOLL_DIST_TIMEOUT=inf once passed validate() (it only asked for > 0) and
+// reached a double -> int64 cast that is undefined for inf, NaN and huge values.
+TEST(DistOptions, ATimeoutThatIsNotFiniteOrOutsideOneSecondToADayIsRefusedNamingTheRange) {
+  for (const char* bad : {"inf", "-inf", "nan", "1e300", "1e400", "-5", "0", "0.5", "86401", "9e18", "10s", ""}) {
+    const std::string what = invalid_argument_message([&] { parse_dist_timeout(bad, "ATOLL_DIST_TIMEOUT"); });
+    EXPECT_EQ(what.rfind(std::string("ATOLL_DIST_TIMEOUT='") + bad + "' is ", 0), 0u) << bad << ": " << what;
+    EXPECT_NE(what.find("a number of seconds from 1 to 86400 (a day)"), std::string::npos) << bad << ": " << what;
+  }
+  EXPECT_EQ(parse_dist_timeout("1", "t"), 1.0);
+  EXPECT_EQ(parse_dist_timeout("86400", "t"), 86400.0);
+  EXPECT_EQ(parse_dist_timeout("2.5", "t"), 2.5);
+  // From the environment, and set in code.
+  setenv("ATOLL_DIST_TIMEOUT", "inf", 1);
+  const std::string from_env = invalid_argument_message([] { dist_options_from_env(); });
+  EXPECT_NE(from_env.find("environment variable ATOLL_DIST_TIMEOUT='inf'"), std::string::npos) << from_env;
+  unsetenv("ATOLL_DIST_TIMEOUT");
+  DistOptions o;
+  o.rank = 0;
+  o.world_size = 1;
+  for (const double t : {std::numeric_limits<double>::infinity(), std::nan(""), 1e19, 0.25}) {
+    o.timeout_s = t;
+    EXPECT_NE(invalid_argument_message([&] { validate(o); }).find("must be a number of seconds from 1 to 86400"),
+              std::string::npos)
+        << t;
+  }
+  o.timeout_s = 30;
+  EXPECT_NO_THROW(validate(o));
+  // The conversion itself refuses what it cannot represent.
+  EXPECT_THROW(to_ms(std::numeric_limits<double>::infinity()), std::invalid_argument);
+  EXPECT_THROW(to_ms(std::nan("")), std::invalid_argument);
+  EXPECT_EQ(to_ms(2.5).count(), 2500);
 }
 
 TEST(InProcessGroup, LargeFloatAllReduceLeavesEveryRanksOwnTensorHoldingTheResult) {

@@ -195,6 +195,24 @@ TEST(LoadTokenData, MetaFloatsWhereIntegersBelongAreRejectedNamingTheKey) {
   EXPECT_EQ(load_token_data(dir.str()).train.doc_starts, (std::vector<int64_t>{0, 2}));
 }
 
+TEST(LoadTokenData, AMetaJsonNestedDeeperThan64LevelsIsRefusedNamingTheFileAndTheBound) {
+  TempDir dir;
+  write_token_file(dir / "train.bin", {1, 2, 3});
+  write_token_file(dir / "val.bin", {4, 5});
+  // 400,000 levels once overflowed the stack: the error message dumped the value.
+  const std::string deep = std::string(400000, '[') + std::string(400000, ']');
+  write_raw(dir / "meta.json", "{\"vocab_size\": " + deep + ", \"tokenizer\": \"bin\"}");
+  const std::string msg = error_of([&] { load_token_data(dir.str()); });
+  EXPECT_NE(msg.find(dir / "meta.json"), std::string::npos) << msg.substr(0, 300);
+  EXPECT_NE(msg.find("nested deeper than 64 levels"), std::string::npos) << msg.substr(0, 300);
+  // Within the bound, a wrong value is described, not dumped.
+  const std::string shallow = std::string(60, '[') + "7" + std::string(60, ']');
+  write_raw(dir / "meta.json", "{\"vocab_size\": " + shallow + ", \"tokenizer\": \"bin\"}");
+  const std::string described = error_of([&] { load_token_data(dir.str()); });
+  EXPECT_NE(described.find("vocab_size must hold integers, not an array of 1 value"), std::string::npos) << described;
+  EXPECT_EQ(described.find("[["), std::string::npos) << described;
+}
+
 // ---------------------------------------------------------------- preparation
 
 TEST(PrepareDocuments, TwentyDocsPutExactlyDocumentNineteenInVal) {

@@ -101,6 +101,24 @@ TEST(RunData, AFolderThatIsNotAFinishedRunIsNamedInTheError) {
   }
 }
 
+TEST(RunData, ASummaryOrMetricsLineNestedDeeperThan64LevelsIsRefusedNamingTheFile) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto error_of = [](const std::string& summary, const std::string& metrics) {
+    try {
+      parse_run("runs/a", summary, metrics, std::nullopt);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  const std::string in_summary = error_of("{\"final_val_loss\": 2, \"x\": " + deep + "}", "");
+  EXPECT_NE(in_summary.find("runs/a/summary.json"), std::string::npos) << in_summary;
+  EXPECT_NE(in_summary.find("deeper than 64 levels"), std::string::npos) << in_summary;
+  const std::string in_metrics = error_of("{\"final_val_loss\": 2}", "{\"event\":\"start\"}\n{\"x\": " + deep + "}\n");
+  EXPECT_NE(in_metrics.find("runs/a/metrics.jsonl' line 2"), std::string::npos) << in_metrics;
+  EXPECT_NE(in_metrics.find("deeper than 64 levels"), std::string::npos) << in_metrics;
+}
+
 TEST(HtmlReport, HasTheTableSixChartsTheDifferingKeysAndInlinedChartJs) {
   const RunData ddp = load_run(runs().ddp), diloco = load_run(runs().diloco);
   ReportOptions o;

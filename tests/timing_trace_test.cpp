@@ -251,10 +251,13 @@ const std::vector<BadFile>& bad_files() {
       {"implausible rank", "ATLTIME1" + u64(uint64_t(1) << 40) + u64(0), "rank 1099511627776 is implausible"},
       {"truncated block", file(step).substr(0, header(1).size() + 2 + 4), "truncated: a block is cut off"},
       {"truncated record", header(1) + block("SC\x01\x02"), "truncated: a compute time is cut off"},
-      {"more blocks than the file holds", header(1000) + block(step), "block count 1000 exceeds the file's size"},
+      {"more blocks than the file holds", header(1000) + block(step), "block count 1000 is more than the 12 bytes"},
+      // Fewer than the file's size, but 3 bytes each (a repeat count, a length, a record) are more.
+      {"more blocks than the bytes left can hold", header(5) + block(step), "block count 5 is more than the 12 bytes"},
       {"a block missing", header(2) + block(step), "truncated: a block's repeat count is cut off"},
       {"zero repeats", header(1) + block(step, 0), "repeat count 0 is out of range"},
-      {"empty block", header(1) + block(""), "an empty block"},
+      // (with bytes after it, or the block count is refused first: a block takes at least 3)
+      {"empty block", header(1) + block("") + "zz", "an empty block"},
       {"unknown record kind", file("SX"), "unknown record kind 88"},
       {"unknown op", file("S" + call(12)), "unknown call op 12"},
       {"op 0", file("S" + call(0)), "unknown call op 0"},
@@ -402,6 +405,33 @@ TEST(TimingTraceResume, AResumedRunWritesTheUninterruptedRunsTracesAndRetimesThe
   ASSERT_EQ(ea.size(), eb.size());
   for (size_t i = 0; i < ea.size(); ++i) EXPECT_EQ(ea[i], eb[i]) << "event " << i;
   EXPECT_GT(ea.back().at("sim_time_s").get<double>(), 0);
+}
+
+TEST(TimingTraceResume, ACheckpointWhoseTraceHoldsAnotherNumberOfStepsThanItsStepIsRefused) {
+  testing::TempDir tmp;
+  Config cfg = tiny_config("diloco", 2);
+  cfg.network.compute_time = "flops";
+  cfg.run.out_dir = tmp.str();
+  cfg.run.name = "run";
+  cfg.run.stop_at = 7;
+  ASSERT_EQ(train(cfg).stopped_at, 7);
+  // A few bytes of run-length that claim 2^40 steps; the record decodes.
+  const CheckpointStore store(tmp.path("run"));
+  CheckpointRecords records = store.read(7, "worker-1");
+  records.at("timing_trace").text = header(1) + block("S" + compute(0.5), uint64_t(1) << 40);
+  ASSERT_EQ(TimingTrace::decode(records.at("timing_trace").text, "edited").steps(), int64_t(1) << 40);
+  store.write(7, "worker-1", records);
+  cfg.run.stop_at = 0;
+  cfg.run.resume = "true";
+  try {
+    train(cfg);
+    ADD_FAILURE() << "resumed";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("worker-1.ckpt: its timing trace holds 1099511627776 steps, but the checkpoint is of step 7"),
+              std::string::npos)
+        << what;
+  }
 }
 
 }  // namespace

@@ -84,12 +84,19 @@ std::vector<std::string> collect_overrides(const std::vector<std::string>& args,
 // Applies the real-run flags over the environment's values.
 void apply_dist_flags(const std::map<std::string, std::string>& flags, atl::DistOptions& opts) {
   for (const auto& [key, value] : flags) {
+    if (key == "dist-timeout") {  // its own message: what is wrong and the allowed range
+      try {
+        opts.timeout_s = atl::parse_dist_timeout(value, "--dist-timeout");
+      } catch (const std::invalid_argument& e) {
+        throw atl::ConfigError(e.what());
+      }
+      continue;
+    }
     try {
       if (key == "rank") opts.rank = std::stoll(value);
       if (key == "world-size") opts.world_size = std::stoll(value);
       if (key == "master-addr") opts.master_addr = value;
       if (key == "master-port") opts.master_port = std::stoi(value);
-      if (key == "dist-timeout") opts.timeout_s = std::stod(value);
       if (key == "dist-sync-ops") opts.sync_before_ops = value == "true" || value == "1";
       if (key == "insecure") opts.insecure = value == "true" || value == "1";
     } catch (const std::logic_error&) {

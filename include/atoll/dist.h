@@ -45,6 +45,14 @@ struct DistOptions {
   bool insecure = false;
 };
 
+// The range of ATOLL_DIST_TIMEOUT (--dist-timeout), in seconds.
+constexpr double kMinDistTimeout = 1;
+constexpr double kMaxDistTimeout = 86400;  // a day
+// A timeout in seconds from text; `what` names the variable or flag in the
+// message. Throws std::invalid_argument for text that is not a number, and
+// for a number that is not finite or outside [kMinDistTimeout, kMaxDistTimeout].
+double parse_dist_timeout(const std::string& text, const std::string& what);
+
 // True when the environment asks for a real run (WORLD_SIZE is set).
 bool dist_requested_by_env();
 // Fills DistOptions from RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
@@ -60,7 +68,8 @@ void write_new_job_token(const std::string& path);
 
 // Rejects impossible values with a message naming the variable or flag, and
 // a multi-host run (MASTER_ADDR not loopback) without a job token unless
-// `insecure`, saying how to make one.
+// `insecure`, saying how to make one (the timeout also when set in code:
+// it must be in the range above).
 void validate(const DistOptions& opts);
 
 // A connected process group plus its communicator (ledger, clock) and raw

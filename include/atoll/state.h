@@ -23,6 +23,10 @@
 
 namespace atl {
 
+// The fewest bytes one saved entry (tensor, integer, real or text) takes in
+// a checkpoint: count()'s unit when each listed item saves entries of its own.
+constexpr uint64_t kMinStateEntryBytes = 12;
+
 class StateVisitor {
  public:
   virtual ~StateVisitor() = default;
@@ -39,7 +43,10 @@ class StateVisitor {
   void flag(const std::string& name, bool& value);
   // A tensor that may be undefined (a residual before the first round).
   void optional_tensor(const std::string& name, at::Tensor& t);
-  void count(const std::string& name, size_t& n);
+  // The length of a list whose entries follow; each entry takes at least
+  // `min_bytes_each` bytes of the saved state. Loading refuses a count
+  // that the state not yet read cannot hold, before anything is sized by it.
+  void count(const std::string& name, size_t& n, uint64_t min_bytes_each);
 
   // Names visited while a Scope lives are prefixed with `prefix` + ".".
   class Scope {
@@ -56,6 +63,11 @@ class StateVisitor {
 
  protected:
   std::string full_name(const std::string& name) const { return prefix_ + name; }
+  // Loading: bytes of saved state not read yet, the most any count may
+  // promise (the default, for visitors that read no file: no bound).
+  virtual uint64_t unread_bytes() const { return UINT64_MAX; }
+  // What is being read, for messages (a checkpoint file's path).
+  virtual std::string source() const { return "saved state"; }
 
  private:
   std::string prefix_;

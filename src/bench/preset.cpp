@@ -13,6 +13,7 @@
 
 #include "bench/measure.h"
 #include "util/format.h"
+#include "util/json_input.h"
 
 namespace atl::bench {
 namespace {
@@ -53,7 +54,8 @@ nlohmann::json end_event(const fs::path& run) {
   std::string line;
   nlohmann::json end;
   while (std::getline(in, line))
-    if (line.find("\"event\":\"end\"") != std::string::npos) end = nlohmann::json::parse(line);
+    if (line.find("\"event\":\"end\"") != std::string::npos)
+      end = parse_json_input(line, (run / "metrics.jsonl").string());
   if (end.is_null()) throw std::runtime_error("bench preset: " + run.string() + " has no end event");
   return end;
 }

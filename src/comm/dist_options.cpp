@@ -28,21 +28,29 @@ int64_t env_int(const char* name, int64_t fallback) {
   }
 }
 
-double env_double(const char* name, double fallback) {
-  const char* v = env(name);
-  if (v == nullptr) return fallback;
-  try {
-    size_t used = 0;
-    const double x = std::stod(v, &used);
-    if (used != std::string(v).size()) throw std::invalid_argument("trailing characters");
-    return x;
-  } catch (const std::exception&) {
-    throw std::invalid_argument(std::string("environment variable ") + name + "='" + v +
-                                "' is not a number of seconds");
-  }
+std::string timeout_range() {
+  return "a number of seconds from " + std::to_string(int64_t(kMinDistTimeout)) + " to " +
+         std::to_string(int64_t(kMaxDistTimeout)) + " (a day)";
 }
 
 }  // namespace
+
+// Parsed and range-checked here, where the variable or flag is known: a
+// non-finite or huge value would reach to_ms(), whose double -> int64 cast
+// is undefined out of range (std::stod accepts "inf" and "nan").
+double parse_dist_timeout(const std::string& text, const std::string& what) {
+  double x = 0;
+  try {
+    size_t used = 0;
+    x = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument("trailing characters");
+  } catch (const std::exception&) {
+    throw std::invalid_argument(what + "='" + text + "' is not a number; it must be " + timeout_range());
+  }
+  if (!(x >= kMinDistTimeout && x <= kMaxDistTimeout))
+    throw std::invalid_argument(what + "='" + text + "' is out of range; it must be " + timeout_range());
+  return x;
+}
 
 bool dist_requested_by_env() { return env("WORLD_SIZE") != nullptr; }
 
@@ -53,7 +61,8 @@ DistOptions dist_options_from_env(DistOptions o) {
   if (const char* a = env("MASTER_ADDR")) o.master_addr = a;
   o.master_port = static_cast<int>(env_int("MASTER_PORT", o.master_port));
   if (const char* i = env("GLOO_SOCKET_IFNAME")) o.ifname = i;
-  o.timeout_s = env_double("ATOLL_DIST_TIMEOUT", o.timeout_s);
+  if (const char* t = env("ATOLL_DIST_TIMEOUT"))
+    o.timeout_s = parse_dist_timeout(t, "environment variable ATOLL_DIST_TIMEOUT");
   o.sync_before_ops = env_int("ATOLL_DIST_SYNC_OPS", o.sync_before_ops ? 1 : 0) != 0;
   o.insecure = env_int("ATOLL_INSECURE", o.insecure ? 1 : 0) != 0;
   const char* file = env("ATOLL_JOB_TOKEN_FILE");
@@ -80,7 +89,8 @@ void validate(const DistOptions& o) {
   if (o.master_port < 1 || o.master_port > 65535)
     fail("MASTER_PORT (--master-port) must be in 1..65535, got " + std::to_string(o.master_port));
   if (o.master_addr.empty()) fail("MASTER_ADDR (--master-addr) must name rank 0's host");
-  if (!(o.timeout_s > 0)) fail("ATOLL_DIST_TIMEOUT (--dist-timeout) must be > 0 seconds");
+  if (!(o.timeout_s >= kMinDistTimeout && o.timeout_s <= kMaxDistTimeout))
+    fail("ATOLL_DIST_TIMEOUT (--dist-timeout) must be " + timeout_range() + ", got " + std::to_string(o.timeout_s));
   if (!(o.heartbeat_s > 0) || o.heartbeat_s * 3 > o.timeout_s)
     fail("the heartbeat period must be > 0 and at most a third of the timeout");
   if (o.job_token.empty() && !o.insecure && !is_loopback_address(o.master_addr))

@@ -38,6 +38,10 @@ void put(c10d::Store& store, const std::string& k, const std::string& v) {
 }  // namespace
 
 std::chrono::milliseconds to_ms(double seconds) {
+  // validate() bounds the timeout and the heartbeat; this keeps the cast to
+  // int64 defined whatever a caller passes (NaN and inf fail the test).
+  if (!(seconds >= 0 && seconds <= 1e9))
+    throw std::invalid_argument("a duration of " + std::to_string(seconds) + " s is not in 0..1e9 s");
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
 }
 

@@ -34,7 +34,8 @@ namespace atl {
 void Ledger::visit_state(StateVisitor& v) {
   // Columns of the entries; tags as one text joined by '\n' (tags never hold one).
   size_t n = entries_.size();
-  v.count("entries", n);
+  // Per entry: a step and an op (int64 each), four doubles and a tag's '\n'.
+  v.count("entries", n, 8 + 8 + 4 * 8 + 1);
   std::vector<int64_t> steps, ops;
   std::vector<double> numbers;  // payload, sent, received, network seconds per entry
   std::string tags;

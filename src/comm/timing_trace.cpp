@@ -245,7 +245,10 @@ TimingTrace TimingTrace::decode(const std::string& bytes, const std::string& whe
   if (saved_rank > kMaxRank) in.fail("rank " + std::to_string(saved_rank) + " is implausible");
   if (rank != nullptr) *rank = int64_t(saved_rank);
   const uint64_t count = in.u64("the block count");
-  if (count > bytes.size()) in.fail("block count " + std::to_string(count) + " exceeds the file's size");
+  // A block takes at least 3 bytes (a repeat count, a length, a record).
+  if (count > in.left() / 3)
+    in.fail("block count " + std::to_string(count) + " is more than the " + std::to_string(in.left()) +
+            " bytes after the header can hold (at least 3 bytes per block)");
   TimingTrace t;
   uint64_t total = 0;
   for (uint64_t i = 0; i < count; ++i) {

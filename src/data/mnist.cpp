@@ -2,6 +2,7 @@
 #include "atoll/data.h"
 #include "util/rng.h"
 #include "util/file_io.h"
+#include "util/json_input.h"
 
 #include <ATen/ops/empty.h>
 
@@ -70,7 +71,7 @@ void prepare_mnist(const std::string& package_dir, const std::string& out_dir) {
                                "(its package/ folder, holding src/digits/0.json ... 9.json)");
     std::vector<double> values;
     try {
-      values = nlohmann::json::parse(read_file_bytes(path)).at("data").get<std::vector<double>>();
+      values = parse_json_input(read_file_bytes(path), path).at("data").get<std::vector<double>>();
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(path + ": " + e.what() + "; expected {\"data\": [784*n numbers]}");
     }

@@ -1,6 +1,7 @@
 // nanoGPT-style token files and prepared-folder loading.
 #include "atoll/data.h"
 #include "util/file_io.h"
+#include "util/json_input.h"
 
 #include <cmath>
 #include <filesystem>
@@ -17,10 +18,11 @@ using nlohmann::json;
 
 // meta.json integers, read strictly: nlohmann converts a float such as 1e30
 // or -5.5 to an integer type by a plain cast, which is undefined behaviour
-// when the value does not fit (found by fuzz/fuzz_token_file).
+// when the value does not fit (found by fuzz/fuzz_token_file). Messages
+// describe a wrong value, never dump it: dump() recurses once per level.
 int64_t integer_in(const json& value, int64_t lo, int64_t hi, const char* key) {
   if (!value.is_number_integer())
-    throw std::runtime_error(std::string(key) + " must hold integers, not " + value.dump());
+    throw std::runtime_error(std::string(key) + " must hold integers, not " + describe_json_value(value));
   const bool fits = value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(hi)
                                                : value.get<int64_t>() >= lo && value.get<int64_t>() <= hi;
   if (!fits)
@@ -102,9 +104,11 @@ TokenData load_token_data(const std::string& dir, int64_t vocab_size_hint) {
   data.val.doc_starts = {0};
 
   if (fs::exists(meta_path, ec)) {
+    const std::string text = read_file_bytes(meta_path);
+    check_json_depth(text, meta_path);
     json meta;
     try {
-      meta = json::parse(read_file_bytes(meta_path));
+      meta = json::parse(text);
       constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
       data.vocab_size = integer_in(meta.at("vocab_size"), std::numeric_limits<int64_t>::min(), kMax, "vocab_size");
       data.tokenizer = meta.at("tokenizer").get<std::string>();

@@ -8,13 +8,16 @@
 // end (zip64: a locator and a zip64 record before it) points at the central
 // directory; each of its entries gives the method, CRC-32, sizes and the
 // offset of a local header, after which the entry's data follow. Entries
-// are decompressed in 64 KiB pieces, never held whole.
+// are decompressed in 64 KiB pieces, never held whole, and each once: the
+// entries must not overlap one another or the central directory.
 #include "model/zip_check.h"
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace atl {
 namespace {
@@ -111,39 +114,69 @@ uint32_t entry_crc(const std::string& b, uint64_t data, uint64_t compressed, uin
 
 int64_t check_zip_archive(const std::string& b, const std::string& source) {
   const Directory dir = find_directory(b, source);
-  uint64_t at = dir.offset, k = 0;
+  struct Entry {
+    std::string name;
+    int method = 0;
+    uint32_t crc = 0;
+    uint64_t compressed = 0, size = 0, local = 0, data = 0;
+  };
+  std::vector<Entry> entries;
+  uint64_t at = dir.offset;
   // Every entry the directory holds, by its size, and as many as it counts.
-  for (; at < dir.offset + dir.size; ++k) {
-    if (le(b, at, 4, source) != 0x02014b50) fail(source, "central directory entry " + std::to_string(k) + " is damaged");
-    const int method = int(le(b, at + 10, 2, source));
-    const uint32_t crc = uint32_t(le(b, at + 16, 4, source));
-    uint64_t compressed = le(b, at + 20, 4, source), size = le(b, at + 24, 4, source);
+  while (at < dir.offset + dir.size) {
+    const std::string k = std::to_string(entries.size());
+    if (le(b, at, 4, source) != 0x02014b50) fail(source, "central directory entry " + k + " is damaged");
+    Entry e;
+    e.method = int(le(b, at + 10, 2, source));
+    e.crc = uint32_t(le(b, at + 16, 4, source));
+    e.compressed = le(b, at + 20, 4, source);
+    e.size = le(b, at + 24, 4, source);
     const uint64_t name_len = le(b, at + 28, 2, source), extra_len = le(b, at + 30, 2, source),
                    comment_len = le(b, at + 32, 2, source);
-    uint64_t local = le(b, at + 42, 4, source);
-    if (name_len > b.size()) fail(source, "a name runs past the end");
+    e.local = le(b, at + 42, 4, source);
     if (at + 46 + name_len > b.size()) fail(source, "a name runs past the end");
-    const std::string name = b.substr(size_t(at + 46), size_t(name_len));
+    e.name = b.substr(size_t(at + 46), size_t(name_len));
     // zip64: the 0xffffffff fields follow in the extra field 0x0001, in order.
-    for (uint64_t e = at + 46 + name_len, end = e + extra_len; e + 4 <= end;) {
-      const uint64_t id = le(b, e, 2, source), len = le(b, e + 2, 2, source);
+    for (uint64_t x = at + 46 + name_len, end = x + extra_len; x + 4 <= end;) {
+      const uint64_t id = le(b, x, 2, source), len = le(b, x + 2, 2, source);
       if (id == 1) {
-        uint64_t f = e + 4;
-        if (size == 0xffffffff) size = le(b, f, 8, source), f += 8;
-        if (compressed == 0xffffffff) compressed = le(b, f, 8, source), f += 8;
-        if (local == 0xffffffff) local = le(b, f, 8, source);
+        uint64_t f = x + 4;
+        if (e.size == 0xffffffff) e.size = le(b, f, 8, source), f += 8;
+        if (e.compressed == 0xffffffff) e.compressed = le(b, f, 8, source), f += 8;
+        if (e.local == 0xffffffff) e.local = le(b, f, 8, source);
       }
-      e += 4 + len;
+      x += 4 + len;
     }
-    if (le(b, local, 4, source) != 0x04034b50) fail(source, "the local header of '" + name + "' is damaged");
-    const uint64_t data = local + 30 + le(b, local + 26, 2, source) + le(b, local + 28, 2, source);
-    if (entry_crc(b, data, compressed, size, method, name, source) != crc)
-      fail(source, "entry '" + name + "' fails its CRC-32: the file is damaged");
+    if (le(b, e.local, 4, source) != 0x04034b50) fail(source, "the local header of '" + e.name + "' is damaged");
+    e.data = e.local + 30 + le(b, e.local + 26, 2, source) + le(b, e.local + 28, 2, source);
+    if (e.data > b.size() || e.compressed > b.size() - e.data) fail(source, "entry '" + e.name + "' runs past the end");
+    entries.push_back(std::move(e));
     at += 46 + name_len + extra_len + comment_len;
   }
-  if (k != dir.entries || at != dir.offset + dir.size)
-    fail(source, "the central directory holds " + std::to_string(k) + " entries, the end record says " +
+  if (entries.size() != dir.entries || at != dir.offset + dir.size)
+    fail(source, "the central directory holds " + std::to_string(entries.size()) + " entries, the end record says " +
                      std::to_string(dir.entries));
+  // Each entry's local header and data, in file order, must end before the
+  // next entry's header and the last before the central directory. Entries
+  // that share bytes would each be inflated again (a few KB of directory
+  // could make the check below, and LibTorch, inflate the same data
+  // thousands of times), and no zip writer makes them.
+  std::vector<const Entry*> order;
+  for (const Entry& e : entries) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const Entry* x, const Entry* y) { return x->local < y->local; });
+  for (size_t i = 0; i < order.size(); ++i) {
+    const uint64_t end = order[i]->data + order[i]->compressed;
+    const uint64_t next = i + 1 < order.size() ? order[i + 1]->local : dir.offset;
+    if (end > next)
+      fail(source, "entry '" + order[i]->name + "' (bytes " + std::to_string(order[i]->local) + " to " +
+                       std::to_string(end) + ") overlaps " +
+                       (i + 1 < order.size() ? "entry '" + order[i + 1]->name + "' at byte " + std::to_string(next)
+                                             : "the central directory at byte " + std::to_string(next)) +
+                       "; entries must not share bytes");
+  }
+  for (const Entry& e : entries)
+    if (entry_crc(b, e.data, e.compressed, e.size, e.method, e.name, source) != e.crc)
+      fail(source, "entry '" + e.name + "' fails its CRC-32: the file is damaged");
   return int64_t(dir.entries);
 }
 

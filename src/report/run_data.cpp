@@ -12,6 +12,7 @@
 #include "atoll/config.h"
 #include "atoll/report.h"
 #include "util/format.h"
+#include "util/json_input.h"
 
 namespace atl {
 namespace fs = std::filesystem;
@@ -57,7 +58,7 @@ RunData parse_run(const std::string& dir_text, const std::string& summary_text, 
   run.name = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
   nlohmann::json summary;
   try {
-    summary = nlohmann::json::parse(summary_text);
+    summary = parse_json_input(summary_text, "'" + (dir / "summary.json").string() + "'");
     run.final_val_loss = summary.at("final_val_loss").get<double>();
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error("'" + (dir / "summary.json").string() + "' is malformed: " + e.what());
@@ -77,6 +78,7 @@ RunData parse_run(const std::string& dir_text, const std::string& summary_text, 
   while (std::getline(lines, line)) {
     ++line_no;
     if (line.empty()) continue;
+    check_json_depth(line, "'" + (dir / "metrics.jsonl").string() + "' line " + std::to_string(line_no));
     const auto e = nlohmann::json::parse(line, nullptr, false);
     if (e.is_discarded() || !e.is_object())
       throw std::runtime_error("'" + (dir / "metrics.jsonl").string() + "' line " + std::to_string(line_no) +

@@ -264,7 +264,7 @@ std::map<std::string, double> SparseAverager::stats() const {
 void SparseAverager::visit_state(StateVisitor& v) {
   StateVisitor::Scope scope(v, "sparse");
   size_t n = in_flight_.size();
-  v.count("in_flight", n);
+  v.count("in_flight", n, kMinStateEntryBytes);  // entries of its own per item
   if (v.loading()) in_flight_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     InFlight& f = in_flight_[i];

@@ -14,9 +14,12 @@ namespace atl {
 
 // ---- StateVisitor helpers (shared by every visitor) ---------------------------
 
+// The smallest record of checkpoint_file.h: kind, name length, a one-byte name, an 8-byte value.
+static_assert(kMinStateEntryBytes == 1 + 2 + 1 + 8, "kMinStateEntryBytes is the smallest checkpoint record");
+
 void StateVisitor::tensors(const std::string& name, std::vector<at::Tensor>& list) {
   size_t n = list.size();
-  count(name, n);
+  count(name, n, kMinStateEntryBytes);  // a record per tensor
   if (loading() && n != list.size()) list.assign(n, at::Tensor());
   for (size_t i = 0; i < n; ++i) tensor(name + "." + std::to_string(i), list[i]);
 }
@@ -36,10 +39,16 @@ void StateVisitor::flag(const std::string& name, bool& value) {
   value = v != 0;
 }
 
-void StateVisitor::count(const std::string& name, size_t& n) {
+void StateVisitor::count(const std::string& name, size_t& n, uint64_t min_bytes_each) {
   int64_t v = static_cast<int64_t>(n);
   integer(name + ".count", v);
-  if (v < 0 || v > (int64_t(1) << 40)) throw CheckpointError("checkpoint entry '" + full_name(name) + "' has a bad count");
+  if (!loading()) return;
+  const uint64_t left = unread_bytes(), most = left / std::max<uint64_t>(min_bytes_each, 1);
+  if (v < 0 || uint64_t(v) > most)
+    throw CheckpointError(source() + ": '" + full_name(name) + ".count' is " + std::to_string(v) +
+                          ", but the records not yet read (" + std::to_string(left) + " bytes) hold at most " +
+                          std::to_string(most) + " entries of at least " + std::to_string(min_bytes_each) +
+                          " bytes: the file is corrupted");
   n = static_cast<size_t>(v);
 }
 
@@ -135,7 +144,9 @@ void StateWriter::text(const std::string& name, std::string& v) {
 // ---- reader ---------------------------------------------------------------------
 
 StateReader::StateReader(const CheckpointRecords& records, std::string source)
-    : records_(records), source_(std::move(source)) {}
+    : records_(records), source_(std::move(source)) {
+  for (const auto& [name, r] : records_) unread_bytes_ += record_bytes(name, r);
+}
 
 const CheckpointRecord& StateReader::find(const std::string& name, RecordKind kind) {
   const std::string key = full_name(name);
@@ -144,7 +155,7 @@ const CheckpointRecord& StateReader::find(const std::string& name, RecordKind ki
     throw CheckpointError(source_ + " lacks '" + key +
                           "': it was written by a different model, strategy or settings than this run's");
   if (it->second.kind != kind) throw CheckpointError(source_ + ": '" + key + "' has the wrong kind of value");
-  read_.insert(key);
+  if (read_.insert(key).second) unread_bytes_ -= record_bytes(key, it->second);
   return it->second;
 }
 

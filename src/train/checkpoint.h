@@ -50,11 +50,16 @@ class StateReader final : public StateVisitor {
   // different strategy or settings.
   void expect_all_read() const;
 
+ protected:
+  uint64_t unread_bytes() const override { return unread_bytes_; }
+  std::string source() const override { return source_; }
+
  private:
   const CheckpointRecord& find(const std::string& name, RecordKind kind);
   const CheckpointRecords& records_;
   std::string source_;
   std::set<std::string> read_;
+  uint64_t unread_bytes_ = 0;  // record_bytes() of the records not in read_
 };
 
 class CheckpointStore {

@@ -66,6 +66,13 @@ uint64_t fnv1a64(const void* data, size_t size, uint64_t h) {
   return h;
 }
 
+uint64_t record_bytes(const std::string& name, const CheckpointRecord& r) {
+  uint64_t value = 8;  // an integer, a real, or a text's length
+  if (r.kind == RecordKind::Text) value += r.text.size();
+  if (r.kind == RecordKind::Tensor) value = 1 + 1 + 8 * uint64_t(r.shape.size()) + 8 + r.text.size();
+  return 1 + 2 + name.size() + value;
+}
+
 std::string serialize_checkpoint(const CheckpointRecords& records) {
   std::string body;
   put<uint32_t>(body, static_cast<uint32_t>(records.size()));

@@ -46,6 +46,11 @@ struct CheckpointRecord {
 
 using CheckpointRecords = std::map<std::string, CheckpointRecord>;
 
+// A record's size in the body: kind, name length, name, value. The
+// smallest is 12 bytes: a one-byte name and an 8-byte value (an integer, a
+// real, an empty text's length; a tensor takes more).
+uint64_t record_bytes(const std::string& name, const CheckpointRecord& r);
+
 // The whole file as bytes (header, body, checksum).
 std::string serialize_checkpoint(const CheckpointRecords& records);
 // Throws CheckpointError naming the first problem found.

@@ -339,6 +339,12 @@ class Driver {
     visit_meta(reader, plan_.resume_step, slot.rank);
     slot.visit_state(reader);
     reader.expect_all_read();
+    // Its repeat counts are run lengths, not bytes the file holds: the
+    // checkpoint's step is what backs them (retime then replays every step).
+    if (slot.trace.steps() != plan_.resume_step)
+      throw CheckpointError(store_.file(plan_.resume_step, part).string() + ": its timing trace holds " +
+                            std::to_string(slot.trace.steps()) + " steps, but the checkpoint is of step " +
+                            std::to_string(plan_.resume_step) + ": the file is corrupted");
   }
 
   // Runs in the observation while every local worker is parked.

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "util/file_io.h"
+
 namespace atl {
 
 const std::vector<std::string>& MetricsLog::csv_columns() {
@@ -15,7 +17,7 @@ const std::vector<std::string>& MetricsLog::csv_columns() {
   return columns;
 }
 
-MetricsLog::MetricsLog(const std::string& dir) {
+MetricsLog::MetricsLog(const std::string& dir) : dir_(dir) {
   if (dir.empty()) return;
   const auto base = std::filesystem::path(dir);
   jsonl_.open(base / "metrics.jsonl", std::ios::out | std::ios::trunc);
@@ -29,7 +31,7 @@ MetricsLog::MetricsLog(const std::string& dir) {
 }
 
 MetricsLog::MetricsLog(const std::string& dir, uint64_t jsonl_bytes, uint64_t csv_bytes)
-    : jsonl_bytes_(jsonl_bytes), csv_bytes_(csv_bytes) {
+    : dir_(dir), jsonl_bytes_(jsonl_bytes), csv_bytes_(csv_bytes) {
   namespace fs = std::filesystem;
   const auto base = fs::path(dir);
   for (const auto& [name, size] : {std::pair<const char*, uint64_t>{"metrics.jsonl", jsonl_bytes},
@@ -46,6 +48,17 @@ MetricsLog::MetricsLog(const std::string& dir, uint64_t jsonl_bytes, uint64_t cs
   jsonl_.open(base / "metrics.jsonl", std::ios::out | std::ios::app);
   csv_.open(base / "metrics.csv", std::ios::out | std::ios::app);
   if (!jsonl_ || !csv_) throw std::runtime_error("cannot write metrics files in '" + dir + "'");
+}
+
+void MetricsLog::sync() {
+  if (dir_.empty()) return;
+  jsonl_.flush();
+  csv_.flush();
+  if (!jsonl_ || !csv_) throw std::runtime_error("cannot write metrics files in '" + dir_ + "' (disk full?)");
+  const auto base = std::filesystem::path(dir_);
+  sync_file((base / "metrics.jsonl").string());
+  sync_file((base / "metrics.csv").string());
+  sync_folder(dir_);
 }
 
 void MetricsLog::write(const nlohmann::json& event) {

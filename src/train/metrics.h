@@ -23,12 +23,18 @@ class MetricsLog {
   uint64_t csv_bytes() const { return csv_bytes_; }
   void write(const nlohmann::json& event);
   const std::vector<std::string>& lines() const { return lines_; }
+  // fsyncs both files and their folder (lines are only flushed to the OS
+  // as written): a checkpoint that records their sizes calls this first,
+  // so after a crash the files are at least as long as it says. Not per
+  // line: an fsync costs milliseconds on a disk.
+  void sync();
 
   // CSV columns, in order; an event fills those it has.
   static const std::vector<std::string>& csv_columns();
 
  private:
   std::vector<std::string> lines_;
+  std::string dir_;  // empty: in memory only
   std::ofstream jsonl_, csv_;
   uint64_t jsonl_bytes_ = 0, csv_bytes_ = 0;
 };

@@ -12,6 +12,7 @@
 #include "train/correlation.h"
 #include "train/threads.h"
 #include "util/format.h"
+#include "util/json_input.h"
 #include "util/machine.h"
 #include "util/process_clock.h"
 #include "util/wall_time.h"
@@ -93,6 +94,9 @@ void Observer::visit_state(StateVisitor& v) {
   v.real("last_update_correlation_min", last_agreement_.update_correlation_min);
   v.real("last_disagreement", last_agreement_.disagreement);
   v.integer("outages_logged", outages_logged_);
+  // The sizes saved here must be on disk before the checkpoint that names
+  // them (driver.ckpt is written after this walk): resume refuses shorter files.
+  if (!v.loading()) log_.sync();
   int64_t jsonl = static_cast<int64_t>(log_.jsonl_bytes()), csv = static_cast<int64_t>(log_.csv_bytes());
   v.integer("metrics.jsonl_bytes", jsonl);  // read by the run folder before the log reopens
   v.integer("metrics.csv_bytes", csv);
@@ -132,7 +136,7 @@ void Observer::observe(const Observation& o) {
   // Islands: the bytes above crossed the wide-area links; these stayed inside.
   if (islands_) common["intra_bytes_sent_per_worker"] = intra_sent / n;
   for (const auto& r : o.reports)  // rank order
-    for (const auto& e : r.events) log_.write(nlohmann::json::parse(e));
+    for (const auto& e : r.events) log_.write(parse_json_input(e, "a worker's event"));
   log_outages(step, sim_time);
   ProgressInfo info;
   info.step = step;

@@ -17,6 +17,7 @@
 #include "train/run_folder.h"
 #include "train/timing_files.h"
 #include "util/file_io.h"
+#include "util/json_input.h"
 
 namespace atl {
 namespace fs = std::filesystem;
@@ -41,11 +42,12 @@ std::string override_key(const std::string& item) {
 }
 
 std::vector<nlohmann::json> read_events(const fs::path& dir) {
-  std::istringstream lines(read_file_bytes((dir / "metrics.jsonl").string()));
+  const std::string path = (dir / "metrics.jsonl").string();
+  std::istringstream lines(read_file_bytes(path));
   std::vector<nlohmann::json> events;
   std::string line;
-  while (std::getline(lines, line))
-    if (!line.empty()) events.push_back(nlohmann::json::parse(line));
+  for (int64_t line_no = 1; std::getline(lines, line); ++line_no)
+    if (!line.empty()) events.push_back(parse_json_input(line, path + " line " + std::to_string(line_no)));
   return events;
 }
 
@@ -225,7 +227,8 @@ RunRetimer::RunRetimer(const std::string& run_dir) : loaded_(std::make_unique<Lo
     throw std::invalid_argument("'" + run_dir + "' is not a finished run (no summary.json): retime replays finished runs");
   loaded_->dir = run_dir;
   loaded_->events = read_events(dir);
-  loaded_->summary = nlohmann::json::parse(read_file_bytes((dir / "summary.json").string()));
+  const std::string summary_path = (dir / "summary.json").string();
+  loaded_->summary = parse_json_input(read_file_bytes(summary_path), summary_path);
   const Config cfg = load_config((dir / "config.toml").string(), {});
   loaded_->workers = cfg.strategy.workers;
   loaded_->traces = read_timing_traces(dir, loaded_->workers);

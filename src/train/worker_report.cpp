@@ -1,22 +1,12 @@
 #include "train/worker_report.h"
 
+#include "util/json_input.h"
+
 #include <cmath>
 #include <stdexcept>
 
 namespace atl {
 namespace {
-
-// Reports are flat: an object holding numbers, one object of numbers and one
-// array of strings. Deeper nesting is refused while parsing, before any
-// recursion over it.
-constexpr int kMaxReportDepth = 4;
-
-nlohmann::json parse_shallow(const std::string& text, int max_depth) {
-  return nlohmann::json::parse(text, [max_depth](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > max_depth) throw std::invalid_argument("nested deeper than " + std::to_string(max_depth) + " levels");
-    return true;
-  });
-}
 
 double finite_number(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
@@ -72,7 +62,7 @@ WorkerReport parse_worker_report(const std::string& text, const std::string& who
     if (text.size() > kMaxReportBytes)
       throw std::invalid_argument(std::to_string(text.size()) + " bytes (at most " + std::to_string(kMaxReportBytes) +
                                   ")");
-    const nlohmann::json j = parse_shallow(text, kMaxReportDepth);
+    const nlohmann::json j = parse_json_input(text, "its report");
     if (!j.is_object()) throw std::invalid_argument("not a JSON object");
     WorkerReport r;
     r.loss_sum = finite_number(j, "loss_sum");
@@ -104,7 +94,7 @@ WorkerReport parse_worker_report(const std::string& text, const std::string& who
                                     " bytes");
       // Events go into rank 0's metrics.jsonl: only JSON objects, written
       // back in rank 0's own formatting (one line, control characters escaped).
-      const nlohmann::json event = parse_shallow(e.get_ref<const std::string&>(), 8);
+      const nlohmann::json event = parse_json_input(e.get_ref<const std::string&>(), "an event");
       if (!event.is_object()) throw std::invalid_argument("an event is not a JSON object");
       r.events.push_back(event.dump());
     }

@@ -38,7 +38,8 @@ constexpr size_t kMaxEventBytes = 64 * 1024;
 
 // A peer's report (the JSON text to_json() makes), parsed strictly: every
 // field present with its type (counts non-negative integers, figures finite
-// numbers), at most the bounds above, each event a JSON object. Throws
+// numbers), at most the bounds above, nesting bounded (util/json_input.h),
+// each event a JSON object. Throws
 // std::invalid_argument saying what is wrong and naming `who` ("rank 3").
 // Real runs' rank 0 reads every other rank's report through this.
 WorkerReport parse_worker_report(const std::string& text, const std::string& who);
