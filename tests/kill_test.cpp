@@ -3,6 +3,7 @@
 // ends bitwise where the run that was never killed ends.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -117,6 +118,67 @@ TEST(KillLoop, SigkillAtRandomMomentsNeverLeavesATornCheckpointAndResumingEndsBi
   EXPECT_EQ(killed.at("final_val_loss"), whole.at("final_val_loss"));
   EXPECT_EQ(killed.at("ledger_per_worker"), whole.at("ledger_per_worker"));
   EXPECT_EQ(killed.at("sim_time_s"), whole.at("sim_time_s"));
+}
+
+// Every point where a write commits (each fsync and rename the CLI makes,
+// found by counting them in a whole run), killed just before or just after:
+// the run resumes from what is on disk and ends bitwise like the run that
+// was never killed. The kills come from an LD_PRELOAD shim
+// (tests/kill_at_sync.c), so atoll has no test hook.
+TEST(KillAtEveryWrite, AKillAtAnyFsyncOrRenameLeavesARunThatResumesToTheSameEnd) {
+  testing::TempDir tmp;
+  Config cfg = kill_config(tmp.str());
+  cfg.train.steps = 12;
+  cfg.train.eval_every = 6;
+  cfg.train.log_every = 1;
+  cfg.diloco.inner_steps = 3;
+  cfg.run.checkpoint_every = 3;
+  cfg.run.name = "whole";
+  train(cfg);
+  cfg.run.name = "killed";
+  const std::string path = write_config(tmp, cfg);
+  const fs::path dir = tmp.path("killed");
+  const std::string shim = ATOLL_KILL_AT_SYNC;
+  // How many commit points a whole run has.
+  {
+    testing::ChildProcess count(kAtoll, {"train", path}, tmp.path("out"), tmp.path("err"),
+                                {{"LD_PRELOAD", shim}, {"ATOLL_TEST_KILL_COUNT_FILE", tmp.path("count")}});
+    ASSERT_EQ(count.wait_exit(120s), 0) << count.err_text();
+  }
+  const int points = std::stoi(testing::read_text(tmp.path("count")));
+  ASSERT_GT(points, 10) << "the shim saw too few fsync/rename calls: is it preloaded?";
+  // Twelve of them, spread over the run, alternately before and after
+  // (ATOLL_TEST_KILL_EVERY_POINT=1: every one of them, about 2 minutes).
+  const bool every = std::getenv("ATOLL_TEST_KILL_EVERY_POINT") != nullptr;
+  const int tries = every ? points : std::min(points, 12);
+  int resumed = 0;
+  for (int k = 0; k < tries; ++k) {
+    const int at = every ? k + 1 : 1 + int(int64_t(k) * (points - 1) / std::max(1, tries - 1));
+    const bool after = every ? false : k % 2 == 1;
+    SCOPED_TRACE("killed at commit point " + std::to_string(at) + (after ? " (after it)" : " (before it)"));
+    {
+      testing::ChildProcess run(kAtoll, {"train", path, "--overwrite"}, tmp.path("out"), tmp.path("err"),
+                                {{"LD_PRELOAD", shim},
+                                 {"ATOLL_TEST_KILL_AT", std::to_string(at)},
+                                 {"ATOLL_TEST_KILL_AFTER", after ? "1" : "0"}});
+      ASSERT_EQ(run.wait_exit(120s), 128 + SIGKILL) << run.err_text();
+    }
+    check_every_checkpoint_file(dir);
+    if (fs::exists(dir / "summary.json")) continue;  // killed while finishing: the run is complete
+    const bool can_resume = latest_checkpoint(cfg) >= 0;
+    resumed += can_resume;
+    testing::ChildProcess run(kAtoll, {"train", path, can_resume ? "--resume" : "--overwrite"}, tmp.path("out"),
+                              tmp.path("err"));
+    ASSERT_EQ(run.wait_exit(120s), 0) << run.err_text();
+    const auto whole = end_event(tmp.path("whole")), killed = end_event(dir);
+    EXPECT_EQ(killed.at("params_hash_per_worker"), whole.at("params_hash_per_worker"));
+    EXPECT_EQ(killed.at("final_val_loss"), whole.at("final_val_loss"));
+    EXPECT_EQ(killed.at("ledger_per_worker"), whole.at("ledger_per_worker"));
+  }
+  std::printf("kill at every write: %d commit points (fsync, rename) in a run; killed at %d of them, %d resumed "
+              "from a checkpoint, every one ended like the whole run\n",
+              points, tries, resumed);
+  EXPECT_GE(resumed, tries / 2);
 }
 
 TEST(StopSignal, SigtermStopsWithACheckpointAndExit130AndResumeFinishesTheRunExactly) {

@@ -90,6 +90,17 @@ bool is_run_folder(const fs::path& dir, std::string* why) {
   return true;
 }
 
+// A folder create_run_folder() made and was killed in before config.toml
+// landed: it holds nothing but the temporary file of that write.
+bool is_unborn_run_folder(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_symlink(dir, ec) || !fs::is_directory(dir, ec)) return false;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_symlink() || !e.is_regular_file() || e.path().filename().string().rfind("config.toml.tmp.", 0) != 0)
+      return false;
+  return !ec;
+}
+
 void remove_run_folder(const fs::path& dir, const std::string& what) {
   std::string why;
   if (!is_run_folder(dir, &why))
@@ -103,6 +114,7 @@ fs::path create_run_folder(const Config& cfg, bool replace) {
   if (cfg.model.kind == "torchscript" && !fs::is_regular_file(cfg.model.path))
     throw std::runtime_error("model.path '" + cfg.model.path + "' is not a file: save the module with " +
                              "torch.jit.script(module).save(path)");
+  if (is_unborn_run_folder(dir)) fs::remove_all(dir);  // a start killed before its config.toml: start again
   if (fs::exists(dir) && !fs::is_empty(dir)) {
     if (!replace)
       throw std::runtime_error("run folder '" + dir.string() +
