@@ -196,6 +196,30 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
   }
 }
 
+TEST(Cli, AtollAloneListsEveryCommandWithALineEach) {
+  testing::TempDir tmp;
+  testing::ChildProcess p(kAtoll, {}, tmp.path("out"), tmp.path("err"));
+  ASSERT_EQ(p.wait_exit(60s), 0) << p.err_text();
+  const std::string out = p.out_text();
+  for (const char* command : {"train", "sweep", "compare", "report", "results", "cost", "retime", "whatif", "export",
+                              "sample", "launch", "prepare", "bench", "config", "token"})
+    EXPECT_NE(out.find("\n  " + std::string(command) + " "), std::string::npos) << command << " is not listed:\n" << out;
+}
+
+TEST(Cli, TheStartLineComesBeforeAnErrorEvenThroughAPipe) {
+  testing::TempDir tmp;
+  // Both streams into one file, as `atoll train ... 2>&1 | less` shows them.
+  testing::ChildProcess p("/bin/sh", {"-c", kAtoll + " train --data.dataset=text --data.dir=" + tmp.path("nowhere") +
+                                                " --run.out_dir=" + tmp.str() + " > " + tmp.path("both") + " 2>&1"},
+                          tmp.path("out"), tmp.path("err"));
+  ASSERT_EQ(p.wait_exit(60s), 1);
+  const std::string both = testing::read_text(tmp.path("both"));
+  const size_t start = both.find("atoll train:"), error = both.find("atoll: error:");
+  ASSERT_NE(error, std::string::npos) << both;
+  ASSERT_NE(start, std::string::npos) << both;
+  EXPECT_LT(start, error) << both;
+}
+
 TEST(BadInput, ACorruptedNewestCheckpointIsPassedOverForTheNewestIntactOne) {
   testing::TempDir tmp;
   Config cfg = tiny_config("diloco", 2);

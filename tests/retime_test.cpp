@@ -110,7 +110,9 @@ TEST_P(RetimeEqualsRerun, EveryFigureButTheWallClockMatchesAFreshRunOnTheNewNetw
   // The clock really moved: network B's time differs from A's.
   const auto original = jsonl(dir.path("a") + "/metrics.jsonl");
   const double before = original.back().at("sim_time_s"), after = fresh.back().at("sim_time_s");
-  if (c.workers > 1) EXPECT_NE(before, after);
+  if (c.workers > 1) {
+    EXPECT_NE(before, after);
+  }
   if (c.name == "diloco_outages") {  // the outage really delays an op, and is logged at the new time
     int outages = 0;
     for (const auto& e : fresh) outages += e.value("kind", "") == "outage";
@@ -148,23 +150,23 @@ TEST(Retime, AMeasuredRunRetimedToItsOwnNetworkGivesBackItsClock) {
 INSTANTIATE_TEST_SUITE_P(
     Strategies, RetimeEqualsRerun,
     ::testing::Values(
-        Case{"ddp_overlapped", "ddp", 3, {"ddp.overlap=true", "ddp.bucket_mb=0.005", "ddp.first_bucket_mb=0.002"}},
-        Case{"ddp_blocking", "ddp", 2, {"ddp.overlap=false"}},
-        Case{"localsgd_ring", "localsgd", 3, {"strategy.topology=ring"}},
-        Case{"diloco_stragglers_jitter", "diloco", 3, {"network.speed_factors=1,2.5,1", "network.jitter=4ms"}},
-        Case{"sparta_async_gossip", "sparta", 4, {"sparta.delay=2", "strategy.topology=gossip"}},
-        Case{"sparta_diloco", "sparta_diloco", 2, {}},
-        Case{"noloco", "noloco", 4, {"noloco.inner_steps=5"}},
-        Case{"palsgd", "palsgd", 2, {}},
-        Case{"demo", "demo", 3, {}},
-        Case{"streaming_async", "streaming", 2, {"streaming.fragment_blocks=1", "model.n_layer=2", "streaming.overlap=2", "diloco.inner_steps=6"}},
-        Case{"single", "single", 1, {}},
-        Case{"diloco_islands_leader", "diloco", 4, {"islands.devices=2", "islands.exchange=leader"}},
+        Case{"ddp_overlapped", "ddp", 3, {"ddp.overlap=true", "ddp.bucket_mb=0.005", "ddp.first_bucket_mb=0.002"}, {}},
+        Case{"ddp_blocking", "ddp", 2, {"ddp.overlap=false"}, {}},
+        Case{"localsgd_ring", "localsgd", 3, {"strategy.topology=ring"}, {}},
+        Case{"diloco_stragglers_jitter", "diloco", 3, {"network.speed_factors=1,2.5,1", "network.jitter=4ms"}, {}},
+        Case{"sparta_async_gossip", "sparta", 4, {"sparta.delay=2", "strategy.topology=gossip"}, {}},
+        Case{"sparta_diloco", "sparta_diloco", 2, {}, {}},
+        Case{"noloco", "noloco", 4, {"noloco.inner_steps=5"}, {}},
+        Case{"palsgd", "palsgd", 2, {}, {}},
+        Case{"demo", "demo", 3, {}, {}},
+        Case{"streaming_async", "streaming", 2, {"streaming.fragment_blocks=1", "model.n_layer=2", "streaming.overlap=2", "diloco.inner_steps=6"}, {}},
+        Case{"single", "single", 1, {}, {}},
+        Case{"diloco_islands_leader", "diloco", 4, {"islands.devices=2", "islands.exchange=leader"}, {}},
         Case{"ddp_islands_to_sharded_shared_uplink", "ddp", 4, {"islands.devices=2", "islands.exchange=leader"},
              {"islands.exchange=sharded", "network.island_uplink=shared", "network.intra_bandwidth=5Gbit/s",
               "network.intra_latency=1ms"}},
-        Case{"diloco_outages", "diloco", 2, {"network.outages=1@0.001s-0.2s"}}),
-    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+        Case{"diloco_outages", "diloco", 2, {"network.outages=1@0.001s-0.2s"}, {}}),
+    [](const ::testing::TestParamInfo<Case>& param_info) { return param_info.param.name; });
 
 }  // namespace
 }  // namespace atl

@@ -43,6 +43,23 @@ TEST(Train, SameSeedGivesBitwiseIdenticalSimulationsWhateverTheThreadTiming) {
   }
 }
 
+TEST(Train, EvalEveryZeroEvaluatesAtTheEndOnly) {
+  testing::TempDir tmp;
+  Config cfg = tiny_config("diloco", 2);
+  cfg.run.out_dir = tmp.str();
+  cfg.train.eval_every = 0;
+  std::vector<int64_t> eval_steps;
+  for (const auto& e : events_of(train(cfg)))
+    if (e.at("event") == "eval") eval_steps.push_back(e.at("step").get<int64_t>());
+  EXPECT_EQ(eval_steps, std::vector<int64_t>{cfg.train.steps}) << "--help says eval_every = 0 is the end only";
+  cfg.train.eval_every = 10;
+  cfg.run.name = "every10";
+  eval_steps.clear();
+  for (const auto& e : events_of(train(cfg)))
+    if (e.at("event") == "eval") eval_steps.push_back(e.at("step").get<int64_t>());
+  EXPECT_EQ(eval_steps, (std::vector<int64_t>{0, 10, 20}));
+}
+
 TEST(Train, DifferentSeedsGiveDifferentRuns) {
   Config a = tiny_config("single", 1), b = a;
   b.run.seed = a.run.seed + 1;

@@ -227,6 +227,7 @@ int cmd_train(const std::vector<std::string>& args, bool print_only) {
   std::printf("atoll train: %s, %lld worker(s)%s, %lld steps, model %s -> %s/%s\n", cfg.strategy.name.c_str(),
               (long long)cfg.strategy.workers, where.c_str(), (long long)cfg.train.steps, cfg.model.kind.c_str(),
               cfg.run.out_dir.c_str(), cfg.run.name.c_str());
+  std::fflush(stdout);  // before any error on stderr, also when stdout is a pipe
   const atl::RunSummary s = atl::train(cfg, progress_hooks(cfg));
   print_done(s);
   return s.stopped_at >= 0 && s.stopped_by_signal ? 130 : 0;  // 130: as a shell reports SIGINT
@@ -496,6 +497,20 @@ int main(int argc, char** argv) {
   NetworkCommands network_commands(app);
   ModelCommands model_commands(app);
 
+  // `atoll` alone: the commands, a line each (as git and cargo do), rather
+  // than CLI11's bare "A subcommand is required".
+  if (argc == 1) {
+    std::printf("%s\n\nusage: atoll <command> [arguments]   (atoll <command> --help: its options)\n\ncommands:\n",
+                app.get_description().c_str());
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      std::string line = sub->get_description();
+      if (const auto more = line.find(": "); more != std::string::npos) line.resize(more);  // its usage or details
+      if (const auto more = line.find(", "); line.size() > 70 && more != std::string::npos) line.resize(more);
+      std::printf("  %-9s %s\n", sub->get_name().c_str(), line.c_str());
+    }
+    std::printf("\nEvery config key, its default and meaning: atoll train --help\n");
+    return 0;
+  }
   try {
     app.parse(argc, argv);
     if (network_commands.run() || model_commands.run()) return 0;

@@ -24,8 +24,9 @@ Schedule::Schedule(const Config& cfg)
       checkpoint_every_(cfg.run.checkpoint_every),
       stop_at_(cfg.run.stop_at) {}
 
+// eval_every = 0 means the end only, as --help says: not the start either.
 bool Schedule::is_eval_step(int64_t step) const {
-  return step == 0 || step == steps_ || (eval_every_ > 0 && step % eval_every_ == 0);
+  return step == steps_ || (eval_every_ > 0 && step % eval_every_ == 0);
 }
 
 bool Schedule::is_correlation_step(int64_t step) const {
