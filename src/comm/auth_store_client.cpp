@@ -67,6 +67,16 @@ void write_all(int fd, std::string_view bytes) {
   }
 }
 
+// Linux can connect a socket to itself when it dials a free local port that
+// it also picks as the socket's own (TCP simultaneous open): a retry loop
+// against a port in the ephemeral range, before rank 0 listens, can hit it.
+bool connected_to_itself(int fd) {
+  sockaddr_storage a{}, b{};
+  socklen_t la = sizeof a, lb = sizeof b;
+  return ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &la) == 0 &&
+         ::getpeername(fd, reinterpret_cast<sockaddr*>(&b), &lb) == 0 && la == lb && std::memcmp(&a, &b, la) == 0;
+}
+
 // A connected socket to host:port, retrying refused connections until
 // `deadline` (rank 0 may not listen yet); -1 with `why` set if none.
 int connect_until(const std::string& host, int port, Clock::time_point deadline, std::string& why) {
@@ -93,6 +103,7 @@ int connect_until(const std::string& host, int port, Clock::time_point deadline,
             err = ETIMEDOUT;
           }
         }
+        if (err == 0 && connected_to_itself(fd)) err = EADDRINUSE;  // see connected_to_itself
         if (err == 0) {
           freeaddrinfo(found);
           ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
@@ -120,15 +131,35 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 AuthStoreClient::AuthStoreClient(const std::string& host, int port, Bytes key, std::chrono::milliseconds timeout)
     : c10d::Store(timeout), where_(host + ":" + std::to_string(port)) {
   const Clock::time_point deadline = Clock::now() + timeout;
-  std::string why;
-  fd_ = connect_until(host, port, deadline, why);
-  if (fd_ < 0)
-    throw std::runtime_error("no rendezvous store answered at " + where_ + " within " + seconds_text(timeout) + " (" +
-                             why + ")");
+  std::string why, hello(wire::kServerHelloBytes, '\0');
+  bool greeted = false;
+  // Until the server greets us: a connection closed before its greeting
+  // (something else briefly held the port, or rank 0 restarting) is retried
+  // like a refused one.
+  for (;;) {
+    fd_ = connect_until(host, port, deadline, why);
+    if (fd_ < 0)
+      throw std::runtime_error("no rendezvous store answered at " + where_ + " within " + seconds_text(timeout) +
+                               " (" + why + ")");
+    size_t got = 0;
+    try {
+      greeted = read_exactly(fd_, hello.data(), hello.size(), deadline, &got);
+    } catch (const std::runtime_error& e) {
+      why = e.what();
+    }
+    if (!greeted && got > 0) why = "the process listening there is not an atoll rendezvous (another program on "
+                                   "MASTER_PORT?)";
+    if (greeted || got > 0 || remaining_ms(deadline) == 0) break;
+    ::close(fd_);
+    fd_ = -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   try {
-    std::string hello(wire::kServerHelloBytes, '\0');
-    if (!read_exactly(fd_, hello.data(), hello.size(), deadline) || hello.compare(0, wire::kMagic.size(), wire::kMagic) != 0)
-      throw std::runtime_error("the process listening there is not an atoll rendezvous (another program on MASTER_PORT?)");
+    if (!greeted && why.empty()) why = "no greeting within " + seconds_text(timeout);
+    if (!greeted) throw std::runtime_error(why);
+    if (hello.compare(0, wire::kMagic.size(), wire::kMagic) != 0)
+      throw std::runtime_error("the process listening there is not an atoll rendezvous (another program on "
+                               "MASTER_PORT?)");
     const Bytes server_nonce(hello.begin() + wire::kMagic.size(), hello.end());
     const Bytes client_nonce = random_bytes(wire::kNonceBytes);
     std::string mine(wire::kMagic);
