@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <sys/wait.h>
+#include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -387,6 +389,19 @@ check = "loss(ddp) < 0"
   const MeanInterval m = mean_interval({a, b});
   const std::string figure = "| ddp | 2 | ddp | 2 | 6 | " + format_mean_interval(m, 4) + " |";
   EXPECT_NE(md.find(figure), std::string::npos) << "the table shows the runs' mean loss " << figure << "\n" << md;
+  // Every table renders: its delimiter row has as many cells as its header.
+  std::istringstream lines(md);
+  std::string previous, line;
+  int tables = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("|---", 0) == 0) {
+      ++tables;
+      EXPECT_EQ(std::count(line.begin(), line.end(), '|'), std::count(previous.begin(), previous.end(), '|'))
+          << previous << "\n" << line;
+    }
+    previous = line;
+  }
+  EXPECT_GE(tables, 2);
 }
 
 // Runs the atoll binary; returns its exit status and output.

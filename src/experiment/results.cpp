@@ -52,11 +52,11 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     const RunGroup* ddp = ddp_group(groups);
     const GroupFigures fd = ddp ? group_figures(*ddp, spec.target_loss) : GroupFigures{};
     const double base_loss = group_figures(base, 0).loss.mean;
-    o << "| run | seeds | strategy | N | steps | final eval loss | perplexity | vs " << base.name
-      << " (paired) | sent per worker (MB) | reduction vs DDP | simulated time (s)";
-    if (spec.target_loss > 0) o << " | time to loss " << format_number("%.3g", spec.target_loss) << " (s)";
-    o << " | correlation |\n|---|---|---|---|---|---|---|---|---|---|---|" << (spec.target_loss > 0 ? "---|" : "")
-      << "\n";
+    std::string header = "| run | seeds | strategy | N | steps | final eval loss | perplexity | vs " + base.name +
+                         " (paired) | sent per worker (MB) | reduction vs DDP | simulated time (s)";
+    if (spec.target_loss > 0) header += " | time to loss " + format_number("%.3g", spec.target_loss) + " (s)";
+    header += " | correlation |";
+    o << header << "\n" << markdown_delimiter(header) << "\n";
     for (const auto& g : groups) {
       const RunData& r = *g.runs.front();
       const GroupFigures f = group_figures(g, spec.target_loss);

@@ -1,5 +1,7 @@
 #include "util/format.h"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iomanip>
@@ -23,6 +25,13 @@ std::string format_double_exact(double v) {
   }
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
+}
+
+std::string markdown_delimiter(const std::string& header) {
+  const long bars = std::count(header.begin(), header.end(), '|');
+  std::string out = "|";
+  for (long cell = 1; cell < bars; ++cell) out += "---|";
+  return out;
 }
 
 }  // namespace atl

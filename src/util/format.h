@@ -14,4 +14,9 @@ std::string format_number(const char* printf_format, double v);
 // stays "0.2", round trips stay exact), with a '.' or exponent as TOML needs.
 std::string format_double_exact(double v);
 
+// The delimiter row ("|---|---|") for a Markdown table whose header line is
+// `header` ("| a | b |"): one cell per header cell, or the table does not
+// render.
+std::string markdown_delimiter(const std::string& header);
+
 }  // namespace atl
