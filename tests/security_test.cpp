@@ -122,15 +122,37 @@ TEST(SecurityRendezvous, AProcessWithAnotherTokenIsRefusedAndTheServerCountsIt) 
 }
 
 TEST(SecurityRendezvous, AClientRefusesAServerThatDoesNotHoldTheToken) {
-  // A fake "rank 0" (a stranger holding the port) cannot feed the ranks values.
-  AuthStoreServer fake("127.0.0.1", 0, token(9));
+  // A fake "rank 0" (a stranger holding the port) that greets like atoll,
+  // takes any proof and answers with a guessed one: the rank must not trust
+  // it, so it can never be fed values.
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+  std::thread fake([&] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    std::string hello(wire::kMagic);
+    hello.append(wire::kNonceBytes, '\x11');
+    ::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL);
+    std::string proof(wire::kClientHelloBytes, '\0');
+    ::recv(fd, proof.data(), proof.size(), MSG_WAITALL);
+    const std::string guessed(kHmacBytes, '\x22');
+    ::send(fd, guessed.data(), guessed.size(), MSG_NOSIGNAL);
+    read_all(fd);  // until the rank hangs up
+    ::close(fd);
+  });
   try {
-    AuthStoreClient rank("127.0.0.1", fake.port(), token(7), 5s);
-    FAIL() << "a server with another token was trusted";
+    AuthStoreClient rank("127.0.0.1", ntohs(a.sin_port), token(7), 5s);
+    ADD_FAILURE() << "a server without the token was trusted";
   } catch (const std::runtime_error& e) {
-    // The fake refuses us first, since we cannot prove its token either.
-    EXPECT_NE(std::string(e.what()).find("job token"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not hold this job's token"), std::string::npos) << e.what();
   }
+  fake.join();
+  ::close(listener);
 }
 
 TEST(SecurityRendezvous, AStrangerCanNeitherReadNorWriteTheStore) {

@@ -17,6 +17,7 @@
 
 #include "comm/auth_store.h"
 #include "comm/auth_wire.h"
+#include "comm/tcp_address.h"
 
 namespace atl {
 
@@ -81,40 +82,31 @@ bool connected_to_itself(int fd) {
 // `deadline` (rank 0 may not listen yet); -1 with `why` set if none.
 int connect_until(const std::string& host, int port, Clock::time_point deadline, std::string& why) {
   for (;;) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    addrinfo* found = nullptr;
-    const std::string port_text = std::to_string(port);
-    if (const int rc = getaddrinfo(host.c_str(), port_text.c_str(), &hints, &found); rc != 0) {
-      why = std::string("cannot resolve it: ") + gai_strerror(rc);
-    } else {
-      for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) continue;
-        int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
-        if (err == EINPROGRESS) {
-          pollfd p{fd, POLLOUT, 0};
-          if (::poll(&p, 1, std::min(remaining_ms(deadline), 5000)) == 1) {
-            socklen_t len = sizeof err;
-            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-          } else {
-            err = ETIMEDOUT;
-          }
+    std::string resolve_error;
+    const AddressList found = resolve_tcp(host, port, resolve_error);
+    if (!found) why = "cannot resolve it: " + resolve_error;
+    for (const addrinfo* a = found.get(); a != nullptr; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+      if (err == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        if (::poll(&p, 1, std::min(remaining_ms(deadline), 5000)) == 1) {
+          socklen_t len = sizeof err;
+          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        } else {
+          err = ETIMEDOUT;
         }
-        if (err == 0 && connected_to_itself(fd)) err = EADDRINUSE;  // see connected_to_itself
-        if (err == 0) {
-          freeaddrinfo(found);
-          ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-          const int one = 1;
-          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-          return fd;
-        }
-        why = std::strerror(err);
-        ::close(fd);
       }
-      freeaddrinfo(found);
+      if (err == 0 && connected_to_itself(fd)) err = EADDRINUSE;  // see connected_to_itself
+      if (err == 0) {
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        return fd;
+      }
+      why = std::strerror(err);
+      ::close(fd);
     }
     if (remaining_ms(deadline) == 0) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, remaining_ms(deadline))));

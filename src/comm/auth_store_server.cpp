@@ -24,6 +24,7 @@
 
 #include "comm/auth_store.h"
 #include "comm/auth_wire.h"
+#include "comm/tcp_address.h"
 
 namespace atl {
 
@@ -139,16 +140,11 @@ struct AuthStoreServer::Impl {
 };
 
 void AuthStoreServer::Impl::listen_on(const std::string& host, int want_port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string port_text = std::to_string(want_port);
-  if (const int rc = getaddrinfo(host.c_str(), port_text.c_str(), &hints, &found); rc != 0)
-    throw std::runtime_error("cannot resolve MASTER_ADDR " + host + ": " + gai_strerror(rc));
-  std::string why = "no address";
-  for (addrinfo* a = found; a != nullptr && listen_fd < 0; a = a->ai_next) {
+  std::string why;
+  const AddressList found = resolve_tcp(host, want_port, why);
+  if (!found) throw std::runtime_error("cannot resolve MASTER_ADDR " + host + ": " + why);
+  why = "no address";
+  for (const addrinfo* a = found.get(); a != nullptr && listen_fd < 0; a = a->ai_next) {
     const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;
     const int one = 1;
@@ -168,8 +164,7 @@ void AuthStoreServer::Impl::listen_on(const std::string& host, int want_port) {
     if (errno == EADDRINUSE) why += " (is MASTER_PORT in use by another job? pick another port)";
     ::close(fd);
   }
-  freeaddrinfo(found);
-  if (listen_fd < 0) throw std::runtime_error("cannot listen on " + host + ":" + port_text + ": " + why);
+  if (listen_fd < 0) throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(want_port) + ": " + why);
 }
 
 void AuthStoreServer::Impl::accept_new() {
