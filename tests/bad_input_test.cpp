@@ -27,12 +27,6 @@ using namespace std::chrono_literals;
 const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
 
 // Every file under `dir` with its bytes.
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) out[fs::relative(e.path(), dir).string()] = testing::read_text(e.path());
-  return out;
-}
 
 struct Outcome {
   int code = 0;
@@ -180,12 +174,12 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
   std::printf("\n| bad input | exit | message (first line) |\n|---|---|---|\n");
   for (const auto& c : cases) {
     if (c.prepare) c.prepare();
-    const auto before = snapshot(run);
+    const auto before = testing::folder_snapshot(run);
     const Outcome o = run_cli(tmp, c.args);
     EXPECT_EQ(o.code, 1) << c.what << ": " << o.message;
     EXPECT_NE(o.message.find("atoll: error:"), std::string::npos) << c.what << ": " << o.message;
     EXPECT_NE(o.message.find(c.expect), std::string::npos) << c.what << ": " << o.message;
-    EXPECT_TRUE(snapshot(run) == before) << c.what << " changed the run folder";
+    EXPECT_TRUE(testing::folder_snapshot(run) == before) << c.what << " changed the run folder";
     EXPECT_FALSE(fs::exists(tmp.path("fresh") + "/summary.json")) << c.what;
     EXPECT_EQ(testing::read_text(tmp.path("notes/todo.txt")), "keep me") << c.what;
     std::string line = first_line(o.message);

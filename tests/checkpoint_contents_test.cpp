@@ -23,12 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::map<std::string, std::string> folder_bytes(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) out[e.path().string()] = read_file_bytes(e.path().string());
-  return out;
-}
 
 struct Mutation {
   std::string what, record, expect;  // expect: in the error message
@@ -85,7 +79,7 @@ TEST(CheckpointContents, EveryStrategysStateWalkRefusesRecordsThatDoNotFitNaming
       const std::string original = read_file_bytes(file.string());
       for (const Mutation& m : mutations_of(parse_checkpoint(original))) {
         write_file_atomic(file.string(), serialize_checkpoint(m.records));
-        const auto before = folder_bytes(tmp.path("run"));
+        const auto before = testing::folder_snapshot(tmp.path("run"));
         try {
           train(cfg);
           ADD_FAILURE() << part << ": " << m.what << " of '" << m.record << "' was accepted";
@@ -94,7 +88,7 @@ TEST(CheckpointContents, EveryStrategysStateWalkRefusesRecordsThatDoNotFitNaming
               << part << ": " << m.what << " of '" << m.record << "': " << e.what();
           ++refused;
         }
-        EXPECT_TRUE(folder_bytes(tmp.path("run")) == before) << part << ": " << m.what << " changed the run folder";
+        EXPECT_TRUE(testing::folder_snapshot(tmp.path("run")) == before) << part << ": " << m.what << " changed the run folder";
       }
       write_file_atomic(file.string(), original);
     }

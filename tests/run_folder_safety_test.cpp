@@ -32,13 +32,6 @@ std::string message_of(const std::function<void()>& fn) {
   return "";
 }
 
-// A folder's files and their contents, to check that nothing changed.
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    out[fs::relative(e.path(), dir).string()] = e.is_regular_file() ? testing::read_text(e.path()) : "(folder)";
-  return out;
-}
 
 Config small_run(const testing::TempDir& tmp, const std::string& name) {
   Config cfg = tiny_config("single", 1);
@@ -55,13 +48,13 @@ TEST(RunFolderSafety, OverwriteRefusesAFolderThatIsNotARunAndLeavesEveryFile) {
   fs::create_directories(notes / "drafts");
   std::ofstream(notes / "todo.txt") << "keep me";
   std::ofstream(notes / "drafts" / "a.md") << "# draft";
-  const auto before = snapshot(notes);
+  const auto before = testing::folder_snapshot(notes);
   Config cfg = small_run(tmp, "notes");
   cfg.run.overwrite = true;
   const std::string msg = message_of([&] { train(cfg); });
   EXPECT_NE(msg.find("is not an atoll run folder"), std::string::npos) << msg;
   EXPECT_NE(msg.find("todo.txt"), std::string::npos) << "names what it found: " << msg;
-  EXPECT_EQ(snapshot(notes), before);
+  EXPECT_EQ(testing::folder_snapshot(notes), before);
 }
 
 TEST(RunFolderSafety, OverwriteRefusesARunFolderThatAlsoHoldsTheUsersFiles) {
@@ -71,11 +64,11 @@ TEST(RunFolderSafety, OverwriteRefusesARunFolderThatAlsoHoldsTheUsersFiles) {
   // A file the user put into the finished run folder is theirs: a
   // replacement of the run would delete it, so it is refused.
   std::ofstream(fs::path(first.run_dir) / "my_analysis.ipynb") << "{}";
-  const auto before = snapshot(first.run_dir);
+  const auto before = testing::folder_snapshot(first.run_dir);
   cfg.run.overwrite = true;
   const std::string msg = message_of([&] { train(cfg); });
   EXPECT_NE(msg.find("my_analysis.ipynb"), std::string::npos) << msg;
-  EXPECT_EQ(snapshot(first.run_dir), before);
+  EXPECT_EQ(testing::folder_snapshot(first.run_dir), before);
   // Without it the run is replaced, as before.
   fs::remove(fs::path(first.run_dir) / "my_analysis.ipynb");
   EXPECT_NO_THROW(train(cfg));
@@ -110,17 +103,17 @@ TEST(RunFolderSafety, RetimeOverwriteRefusesAFolderThatIsNotARun) {
   const fs::path target = tmp.path("elsewhere");
   fs::create_directories(target);
   std::ofstream(target / "thesis.tex") << "\\documentclass{article}";
-  const auto before = snapshot(target);
+  const auto before = testing::folder_snapshot(target);
   const RetimedRun r = retime_run(s.run_dir, {"network.bandwidth=1Gbit/s"});
   const std::string msg = message_of([&] { write_retimed_run(r, s.run_dir, target.string(), true); });
   EXPECT_NE(msg.find("is not an atoll run folder"), std::string::npos) << msg;
-  EXPECT_EQ(snapshot(target), before);
+  EXPECT_EQ(testing::folder_snapshot(target), before);
 }
 
 TEST(RunFolderSafety, NamesAndPathsThatLeaveTheirParentAreRefusedBeforeAnyWork) {
   testing::TempDir tmp;
   std::ofstream(fs::path(tmp.str()) / "keep.txt") << "keep";
-  const auto before = snapshot(tmp.str());
+  const auto before = testing::folder_snapshot(tmp.str());
   struct Case {
     std::string name, out_dir, expect;
   };
@@ -141,7 +134,7 @@ TEST(RunFolderSafety, NamesAndPathsThatLeaveTheirParentAreRefusedBeforeAnyWork) 
     const std::string msg = message_of([&] { train(cfg); });
     EXPECT_NE(msg.find(c.expect), std::string::npos) << "name '" << c.name << "' out_dir '" << c.out_dir << "': " << msg;
   }
-  EXPECT_EQ(snapshot(tmp.str()), before);
+  EXPECT_EQ(testing::folder_snapshot(tmp.str()), before);
   // The same from a TOML file, where \u0000 is legal in a string.
   const std::string path = tmp.write("nul.toml", "[run]\nname = \"..\\u0000\"\n");
   const std::string msg = message_of([&] { load_config(path, {}); });

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,15 @@ std::string invalid_argument_message(Fn&& fn) {
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A folder's entries (relative paths) and their contents, "(folder)" for a
+// folder: equal snapshots mean nothing in it changed.
+inline std::map<std::string, std::string> folder_snapshot(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    out[std::filesystem::relative(e.path(), dir).string()] = e.is_regular_file() ? read_text(e.path()) : "(folder)";
+  return out;
 }
 
 // Whether an atomic write of `path` left its temporary file (`<path>.tmp`
