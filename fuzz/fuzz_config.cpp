@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as the TOML text of a run config.
 //
-// Drives what load_config() does with a config file (src/config/):
-// the embedded defaults, then apply_toml() on the input, then validate() and
+// Drives what load_config() does with a config file (src/setup/load.cpp):
+// Config{}'s defaults, then apply_toml() on the input, then validate() and
 // throw_if_errors(). A config that validates must also round-trip through
 // to_toml() -> apply_toml() unchanged (config.h promises it).
 //
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "atoll/config.h"
+#include "atoll/setup.h"
 
 namespace {
 
@@ -40,7 +41,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // load_config(path, {}) without the file system.
     atl::Config cfg;
     std::vector<std::string> errors;
-    atl::apply_toml(cfg, atl::default_config_toml(), "<default config>", errors);
     atl::apply_toml(cfg, text, "fuzz.toml", errors);
     for (auto& e : atl::validate(cfg)) errors.push_back(std::move(e));
     atl::throw_if_errors(errors);

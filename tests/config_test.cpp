@@ -1,6 +1,7 @@
 // Tests for the configuration: TOML parsing, overrides, validation, the
-// embedded default, writing the resolved config and --help text.
+// defaults (Config{}), writing the resolved config and --help text.
 #include "atoll/config.h"
+#include "atoll/setup.h"
 
 #include <gtest/gtest.h>
 
@@ -46,14 +47,8 @@ std::vector<std::string> override_errors(const std::vector<std::string>& overrid
   return errors;
 }
 
-// The embedded default, which validates cleanly.
-Config default_config() {
-  Config c;
-  std::vector<std::string> errors;
-  apply_toml(c, default_config_toml(), "<default config>", errors);
-  EXPECT_TRUE(errors.empty()) << join(errors);
-  return c;
-}
+// The defaults (Config{}'s initialisers), which validate cleanly.
+Config default_config() { return Config{}; }
 
 // ---------------------------------------------------------------- TOML errors
 
@@ -291,16 +286,29 @@ TEST(ConfigLoad, BadInputThrowsConfigErrorNamingTheKey) {
 
 // ---------------------------------------------------------------- loading
 
-TEST(ConfigLoad, EmptyPathGivesEmbeddedDefault) {
-  auto errors = toml_errors(default_config_toml(), "<default config>");
-  EXPECT_TRUE(errors.empty()) << join(errors);
-  Config loaded = load_config("", {});
-  Config expected = default_config();
-  EXPECT_EQ(to_toml(loaded), to_toml(expected));
-  EXPECT_TRUE(validate(loaded).empty());
-  // The embedded default differs from the struct defaults (it is applied).
-  Config plain;
-  EXPECT_NE(to_toml(loaded), to_toml(plain));
+// One set of defaults: what a user gets with no config file is what a test
+// gets from Config{} and what --help prints (describe_fields).
+TEST(ConfigLoad, StructDefaultsAreWhatUsersGet) {
+  const Config loaded = load_config("", {});
+  EXPECT_EQ(flatten(loaded), flatten(Config{})) << describe_difference(flatten(loaded), flatten(Config{}),
+                                                                       "load_config(\"\")", "Config{}");
+  EXPECT_TRUE(validate(Config{}).empty()) << join(validate(Config{}));
+  const std::string help = describe_fields();
+  Config c;
+  visit_fields(c, [&](FieldRef& f) {
+    EXPECT_TRUE(contains(help, "--" + f.name + "=" + f.value_string())) << f.name << " default not in --help";
+  });
+}
+
+// --help names each area's choices from its own table; no placeholder is left.
+TEST(ConfigHelp, ChoicePlaceholdersAreFilled) {
+  const std::string help = describe_fields();
+  EXPECT_EQ(help.find("{strategies}"), std::string::npos);
+  EXPECT_EQ(help.find("{codecs}"), std::string::npos);
+  EXPECT_EQ(help.find("{dense codecs}"), std::string::npos);
+  EXPECT_EQ(help.find("{devices}"), std::string::npos);
+  EXPECT_TRUE(contains(help, "sparta_diloco")) << "strategy.name's choices";
+  EXPECT_TRUE(contains(help, "fp4-e2m1")) << "the codecs";
 }
 
 TEST(ConfigLoad, OverrideBeatsFileBeatsDefault) {
@@ -308,8 +316,8 @@ TEST(ConfigLoad, OverrideBeatsFileBeatsDefault) {
   std::string path = dir.write("run.toml", "[train]\nsteps = 7\nbatch_size = 3\n");
   Config c = load_config(path, {"train.steps=9"});
   EXPECT_EQ(c.train.steps, 9);       // override over file
-  EXPECT_EQ(c.train.batch_size, 3);  // file over embedded default (32)
-  EXPECT_EQ(c.model.n_embd, 192);    // embedded default over struct default (256)
+  EXPECT_EQ(c.train.batch_size, 3);  // file over the default (32)
+  EXPECT_EQ(c.model.n_embd, 192);    // the default (Config{})
 }
 
 // ---------------------------------------------------------------- writing

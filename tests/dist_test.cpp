@@ -17,6 +17,7 @@
 
 #include "atoll/config.h"
 #include "atoll/launch.h"
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "test_util.h"
 #include "train/timing_files.h"

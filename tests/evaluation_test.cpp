@@ -11,6 +11,7 @@
 #include "atoll/config.h"
 #include "atoll/data.h"
 #include "atoll/model.h"
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "tiny_data.h"
 #include "train/data_source.h"

@@ -18,6 +18,7 @@
 #include "atoll/experiment.h"
 #include "util/stats.h"
 #include "atoll/report.h"
+#include "atoll/setup.h"
 #include "test_util.h"
 #include "child_process.h"
 #include "tiny_data.h"

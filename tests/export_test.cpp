@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "atoll/export.h"
+#include "atoll/run_model.h"
 #include "atoll/retime.h"
 #include "atoll/train.h"
 #include "model/export.h"

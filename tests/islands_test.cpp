@@ -10,6 +10,7 @@
 
 #include "atoll/config.h"
 #include "atoll/report.h"
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "tiny_data.h"
 

@@ -13,6 +13,7 @@
 
 #include "atoll/config.h"
 #include "atoll/model.h"
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "model/batched_matmul.h"
 #include "model/precision.h"

@@ -13,6 +13,7 @@
 
 #include "atoll/config.h"
 #include "atoll/retime.h"
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "test_util.h"
 #include "tiny_data.h"

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "test_util.h"
 #include "tiny_data.h"

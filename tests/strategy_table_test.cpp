@@ -6,6 +6,7 @@
 #include <set>
 
 #include "atoll/comm.h"
+#include "atoll/setup.h"
 #include "atoll/strategy.h"
 #include "strategy/table.h"
 

@@ -16,6 +16,7 @@
 #include "atoll/data.h"
 #include "atoll/launch.h"
 #include "atoll/model.h"
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "model/torchscript.h"
 #include "test_util.h"

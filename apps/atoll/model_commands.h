@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "atoll/export.h"
+#include "atoll/run_model.h"
 
 class ModelCommands {
  public:

@@ -247,6 +247,11 @@ struct CostReport {
   double island_ddp_step_seconds = 0;  // DDP inside one island each step (ring over D, intra links)
 };
 CostReport estimate_cost(const CostQuery& q);
+// Which of `atoll cost`'s flags contradict each other (src/net/cost_query.cpp):
+// `given` names the flags the user set ("--devices", "--workers", ...).
+// Island flags need --islands; --workers must equal I x D with islands.
+// Throws std::invalid_argument naming the flag and what to do.
+void check_cost_flags(const CostQuery& q, const std::vector<std::string>& given);
 // Human-readable table of a CostReport (durations as "1120 s (18.7 min)").
 std::string format_cost(const CostQuery& q, const CostReport& r);
 

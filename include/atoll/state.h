@@ -18,10 +18,18 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace atl {
+
+// Saved state that cannot be used (a checkpoint truncated, corrupted, not a
+// checkpoint, or from a different run). what() says which and what to do.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // The fewest bytes one saved entry (tensor, integer, real or text) takes in
 // a checkpoint: count()'s unit when each listed item saves entries of its own.

@@ -98,6 +98,18 @@ struct StartPlan {
 };
 StartPlan plan_start(const Config& cfg, int64_t rank = -1);
 
+// A job started by a launcher (src/train/job_start.cpp):
+// A real run has one worker per rank, so strategy.workers follows the job's
+// world size unless `overrides` set it; returns the overrides to load.
+std::vector<std::string> with_one_worker_per_rank(std::vector<std::string> overrides, const DistOptions& dist);
+// A job restarted by `atoll launch --max-restarts` or torchrun
+// (TORCHELASTIC_RESTART_COUNT > 0) continues from its newest complete
+// checkpoint, or starts over when it has none: run.resume = false becomes
+// auto. Returns the line to print ("restart 2: resuming from the checkpoint
+// of step 300"), empty when this is no restart or `rank` > 0 (another host's
+// ranks may not see the run folder). `rank` -1: a simulated run.
+std::string resume_after_restart(Config& cfg, int64_t rank);
+
 // The same run with no run folder (metrics only in RunSummary::events).
 RunSummary simulate(const Config& cfg, const TrainHooks& hooks = {});
 

@@ -10,6 +10,7 @@
 #include "bench/measure.h"
 #include "train/threads.h"
 #include "util/machine.h"
+#include "atoll/setup.h"
 
 namespace atl {
 namespace bench {

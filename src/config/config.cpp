@@ -1,6 +1,6 @@
 // Reading a config: TOML text and --section.key=value overrides onto the
-// fields of fields.cpp, the embedded default, load_config(), to_toml() and
-// the --help text.
+// fields of fields.cpp (whose defaults are Config{}'s, config.h), and
+// to_toml(). Checking the values and the --help text are atoll/setup.h's.
 #include "atoll/config.h"
 
 #include <toml++/toml.h>
@@ -163,8 +163,6 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& overrides,
   }
 }
 
-// The sections config owns, composed with the other areas' checks by
-
 void throw_if_errors(const std::vector<std::string>& errors) {
   if (errors.empty()) return;
   std::string msg = errors.size() == 1 ? "invalid configuration:" : "invalid configuration (" +
@@ -174,43 +172,9 @@ void throw_if_errors(const std::vector<std::string>& errors) {
   throw ConfigError(msg);
 }
 
-const std::string& default_config_toml() {
-  // A small character-level GPT on the Brown corpus, sized to train in about
-  // four minutes on two cores (~8,000 tokens/s there) to a validation loss
-  // well under the corpus's unigram entropy (3.08 nats).
-  static const std::string text = R"(# atoll default: a small char-level GPT on the Brown corpus.
-[run]
-name = "default"
-
-[data]
-dataset = "brown"
-
-[model]
-kind = "gpt"
-n_layer = 4
-n_head = 4
-n_embd = 192
-block_size = 128
-dropout = 0.0
-
-[optim]
-lr = 2e-3
-min_lr = 2e-4
-warmup_steps = 50
-
-[train]
-steps = 450
-batch_size = 32
-eval_every = 100
-eval_batches = 20
-)";
-  return text;
-}
-
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+Config read_config(const std::string& path, const std::vector<std::string>& overrides,
+                   std::vector<std::string>& errors) {
   Config cfg;
-  std::vector<std::string> errors;
-  apply_toml(cfg, default_config_toml(), "<default config>", errors);
   if (!path.empty()) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw ConfigError("cannot read config file '" + path + "'");
@@ -219,10 +183,6 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     apply_toml(cfg, ss.str(), path, errors);
   }
   apply_overrides(cfg, overrides, errors);
-  // Report parse and value problems together, so one run of the command
-  // shows everything to fix.
-  for (auto& e : validate(cfg)) errors.push_back(std::move(e));
-  throw_if_errors(errors);
   return cfg;
 }
 
@@ -237,28 +197,6 @@ std::string to_toml(const Config& cfg) {
       section = s;
     }
     o << f.name.substr(f.name.find('.') + 1) << " = " << f.value_string() << "\n";
-  });
-  return o.str();
-}
-
-std::string describe_fields() {
-  Config defaults;
-  std::vector<std::string> errors;
-  apply_toml(defaults, default_config_toml(), "<default config>", errors);
-  std::ostringstream o;
-  o << "Configuration keys (TOML [section] key = value, or --section.key=value):\n";
-  std::string section;
-  visit_fields(defaults, [&](FieldRef& f) {
-    std::string s = f.name.substr(0, f.name.find('.'));
-    if (s != section) {
-      o << "\n  [" << s << "]\n";
-      section = s;
-    }
-    std::string left = "  --" + f.name + "=" + f.value_string();
-    o << left;
-    if (left.size() < 44) o << std::string(44 - left.size(), ' ');
-    else o << "\n" << std::string(44, ' ');
-    o << f.type_name() << ": " << f.help << "\n";
   });
   return o.str();
 }

@@ -1,10 +1,10 @@
 // The one list of config fields (visit_fields): each key's dotted name, its
 // struct member (whose initialiser is the default) and its help line. TOML
 // parsing, --flags, --help, unknown-key errors and to_toml() all walk it.
+// A help line names another area's list of choices by a placeholder
+// ({strategies}, {codecs}, {dense codecs}, {devices}) that describe_fields()
+// (src/setup/help.cpp) fills from that area's table: config knows none of them.
 #include "atoll/config.h"
-#include "compress/codec_names.h"
-#include "net/devices.h"
-#include "strategy/table.h"
 #include "util/format.h"
 
 #include <cstdio>
@@ -142,7 +142,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "fp32 | bf16: bf16 runs the training forward's matrix products in bf16 (fp32 master weights, "
             "optimizer state, reductions and evaluation); needs an AVX-512 CPU"),
 
-      field("strategy.name", c.strategy.name, strategy_choices()),
+      field("strategy.name", c.strategy.name, "{strategies}"),
       field("strategy.workers", c.strategy.workers, "N: simulated workers"),
       field("strategy.eval_model", c.strategy.eval_model,
             "auto | global | average | worker0: which parameters are evaluated"),
@@ -164,7 +164,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("diloco.outer_eps", c.diloco.outer_eps, "adam outer optimizer only: epsilon"),
       field("diloco.ddp_warmup_steps", c.diloco.ddp_warmup_steps,
             "DDP steps before local training starts (post-local SGD)"),
-      field("diloco.codec", c.diloco.codec, "pseudo-gradient codec: " + codec_choices()),
+      field("diloco.codec", c.diloco.codec, "pseudo-gradient codec: {codecs}"),
       field("diloco.aggregator", c.diloco.aggregator,
             "mean | median | trimmed_mean: how the workers' pseudo-gradients are combined (robust options gather all)"),
       field("diloco.trim_fraction", c.diloco.trim_fraction,
@@ -172,7 +172,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("diloco.clip_norm", c.diloco.clip_norm,
             "clip each worker's pseudo-gradient to this L2 norm before combining (0 = off)"),
 
-      field("ddp.codec", c.ddp.codec, "gradient codec: " + codec_choices()),
+      field("ddp.codec", c.ddp.codec, "gradient codec: {codecs}"),
       field("ddp.overlap", c.ddp.overlap,
             "all-reduce the gradients in buckets overlapped with the backward pass (PyTorch DDP); false: "
             "one all-reduce after it"),
@@ -209,7 +209,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "regular expression over parameter names whose first group is the transformer block index"),
       field("streaming.overlap", c.streaming.overlap, "tau: inner steps a fragment's sync overlaps (paper 1)"),
       field("streaming.alpha", c.streaming.alpha, "alpha: merge weight of the local values (paper 0.5)"),
-      field("streaming.codec", c.streaming.codec, "outer-gradient codec (paper fp4): " + codec_choices()),
+      field("streaming.codec", c.streaming.codec, "outer-gradient codec (paper fp4): {codecs}"),
 
       field("sparta.p", c.sparta.p, "p: fraction of parameters averaged per exchange (paper 0.005)"),
       field("sparta.selector", c.sparta.selector,
@@ -222,7 +222,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("sparta.p_schedule", c.sparta.p_schedule,
             "constant | cosine: p high early, cosine-decayed to the floor, same mean p"),
       field("sparta.p_min_factor", c.sparta.p_min_factor, "cosine p schedule floor as a fraction of p"),
-      field("sparta.codec", c.sparta.codec, "sparse values' codec: " + dense_codec_choices()),
+      field("sparta.codec", c.sparta.codec, "sparse values' codec: {dense codecs}"),
 
       field("noloco.inner_steps", c.noloco.inner_steps, "H: inner steps between group syncs (paper 50)"),
       field("noloco.outer_lr", c.noloco.outer_lr, "a: outer learning rate (paper 0.7)"),
@@ -241,8 +241,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("network.compute_time", c.network.compute_time,
             "flops | measured: a step's compute time modelled from its FLOPs at the device's rate (the same on a "
             "busy or a quiet machine) or measured on this machine"),
-      field("network.device", c.network.device, "flops mode: the device whose peak rate steps are charged at: " +
-                                                    compute_device_names()),
+      field("network.device", c.network.device, "flops mode: the device whose peak rate steps are charged at: {devices}"),
       field("network.device_flops", c.network.device_flops,
             "flops mode: peak FLOP/s overriding network.device's (0 = the device's)"),
       field("network.mfu", c.network.mfu, "flops mode: model FLOPs utilisation in (0, 1]"),

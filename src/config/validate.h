@@ -1,5 +1,5 @@
-// The checks of the sections config owns (config.cpp). validate()
-// (validate.cpp) composes them with the other areas' checks.
+// The checks of the sections config owns (sections.cpp). validate()
+// (src/setup/validate.cpp) composes them with the other areas' checks.
 #pragma once
 
 #include <cstdint>
@@ -12,11 +12,6 @@ namespace atl {
 
 // [run], [data], [model], [optim], [train].
 void validate_training(const Config& cfg, std::vector<std::string>& errors);
-// [network]: units, per-worker lists, the compute-time model (defined by the
-// net area, src/net/validate_network.cpp).
-void validate_network(const Config& cfg, std::vector<std::string>& errors);
-// [islands] and the two-level network's keys (src/net/validate_network.cpp).
-void validate_islands(const Config& cfg, std::vector<std::string>& errors);
 // [faults]: its lists' syntax and workers; windows start at or after the
 // `warmup` steps every worker takes part in.
 void validate_faults(const Config& cfg, int64_t warmup, std::vector<std::string>& errors);

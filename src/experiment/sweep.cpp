@@ -24,6 +24,7 @@
 #include "atoll/experiment.h"
 #include "model/export.h"
 #include "atoll/report.h"
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "launch/process.h"
 #include "train/run_folder.h"

@@ -1,13 +1,13 @@
-// [network]'s checks: the net area validates its own section (validate()
-// in src/config/validate.cpp composes every area's checks).
+// [network]'s and [islands]' checks: the net area validates its own sections
+// (validate() in src/setup/validate.cpp composes every area's checks).
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "atoll/net.h"
 #include "config/checks.h"
-#include "config/validate.h"
 #include "net/devices.h"
+#include "net/validate_network.h"
 
 namespace atl {
 
@@ -37,15 +37,6 @@ void validate_network(const Config& c, std::vector<std::string>& e) {
     e.push_back(std::string("network.speed_factors: ") + ex.what());
   }
   p.need(c.network.mfu > 0 && c.network.mfu <= 1, "network.mfu must be in (0, 1]");
-}
-
-IslandLayout island_layout(const Config& c) {
-  const int64_t n = c.strategy.workers;
-  IslandLayout l;
-  l.devices = c.islands.devices > 0 ? c.islands.devices : c.islands.count > 0 ? n / c.islands.count : 1;
-  l.devices = std::max<int64_t>(l.devices, 1);
-  l.islands = c.islands.count > 0 ? c.islands.count : n / l.devices;
-  return l;
 }
 
 // [islands] and the two-level network's keys. What islands cannot be

@@ -1,60 +1,31 @@
 #include "strategy/table.h"
 
+#include <sstream>
 #include <stdexcept>
-#include <type_traits>
 
-#include "atoll/strategy.h"
 #include "compress/codec_names.h"
 #include "config/checks.h"
-#include "strategy/baselines.h"
-#include "strategy/demo.h"
-#include "strategy/diloco.h"
-#include "strategy/noloco.h"
-#include "strategy/palsgd.h"
-#include "strategy/sparta.h"
-#include "strategy/streaming.h"
+#include "strategy/all_methods.h"
 
 namespace atl {
 namespace {
 
-// Builds a T from make_strategy's arguments, passing those its constructor
-// takes. The fuzz build (fuzz/CMakeLists.txt) links this table for validate()
-// alone, without the strategies' code: there no strategy is built.
-template <class T>
-std::unique_ptr<Strategy> make(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
-                               const std::vector<std::string>& names) {
-#ifdef ATOLL_VALIDATE_ONLY
-  (void)cfg, (void)params, (void)comm, (void)names;
-  throw std::logic_error("this build validates configs only; it has no strategies");
-#else
-  if constexpr (std::is_constructible_v<T, const Config&, std::vector<at::Tensor>, Communicator&,
-                                        const std::vector<std::string>&>) {
-    return std::make_unique<T>(cfg, std::move(params), comm, names);
-  } else if constexpr (std::is_constructible_v<T, const Config&, std::vector<at::Tensor>, Communicator&>) {
-    (void)names;
-    return std::make_unique<T>(cfg, std::move(params), comm);
-  } else {
-    (void)comm, (void)names;
-    return std::make_unique<T>(cfg, std::move(params));
-  }
-#endif
+// "a b" -> {"a", "b"}: a line's codec keys (methods.def).
+std::vector<std::string> split_keys(const std::string& text) {
+  std::vector<std::string> keys;
+  std::istringstream in(text);
+  for (std::string key; in >> key;) keys.push_back(key);
+  return keys;
 }
 
 }  // namespace
 
 const std::vector<Method>& strategy_table() {
   static const std::vector<Method> table = {
-      // name           traits                                codec keys                        DDP warm-up key            validate            make
-      {"single",        0,                                    {},                               nullptr,                   validate_single,    make<SingleStrategy>},
-      {"ddp",           0,                                    {"ddp.codec"},                    nullptr,                   validate_ddp,       make<DdpStrategy>},
-      {"localsgd",      kAnyTopology,                         {},                               nullptr,                   nullptr,            make<LocalSgdStrategy>},
-      {"diloco",        kGlobalModel | kOuterSync | kAbsence, {"diloco.codec"},                 nullptr,                   validate_diloco,    make<DiLoCoStrategy>},
-      {"sparta",        kAnyTopology,                         {"sparta.codec"},                 nullptr,                   validate_sparta,    make<SpartaStrategy>},
-      {"sparta_diloco", kGlobalModel | kOuterSync,            {"sparta.codec", "diloco.codec"}, nullptr,                   nullptr,            make<SpartaDiLoCoStrategy>},
-      {"noloco",        0,                                    {},                               nullptr,                   validate_noloco,    make<NoLoCoStrategy>},
-      {"palsgd",        kGlobalModel | kOuterSync | kAbsence, {},                               "palsgd.ddp_warmup_steps", validate_palsgd,    make<PalsgdStrategy>},
-      {"demo",          0,                                    {},                               nullptr,                   validate_demo,      make<DemoStrategy>},
-      {"streaming",     kGlobalModel,                         {"streaming.codec"},              nullptr,                   validate_streaming, make<StreamingDiLoCoStrategy>},
+#define ATOLL_METHOD(name, traits, warmup_key, validate, cls, codec_keys) \
+  {name, traits, split_keys(codec_keys), warmup_key, validate},
+#include "strategy/methods.def"
+#undef ATOLL_METHOD
   };
   return table;
 }
@@ -151,15 +122,6 @@ void validate_strategy(const Config& c, std::vector<std::string>& e) {
   p.need(c.faults.absent.empty() || has(c.strategy.name, kAbsence),
          "faults.absent needs strategy.name = " + join_choices(names_with(kAbsence)) +
              " (a SPARTA exchange would mix an absent worker's stale values)");
-}
-
-std::unique_ptr<Strategy> make_strategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
-                                        const std::vector<std::string>& names) {
-  const Method* m = find_method(cfg.strategy.name);
-  if (!m)
-    throw std::invalid_argument("strategy.name = '" + cfg.strategy.name + "': allowed values are " +
-                                strategy_choices());
-  return m->make(cfg, std::move(params), comm, names);
 }
 
 }  // namespace atl

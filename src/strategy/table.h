@@ -1,25 +1,18 @@
-// The strategy table: one line per method (table.cpp) with its name, its
-// traits, its own config rules and its constructor. make_strategy(),
-// validate(), `atoll train --help` and the benchmarks read the table, so
-// adding a method is its file pair plus one line there.
+// The strategy table: one line per method (methods.def) with its name, its
+// traits, its own config rules and its class. validate(), `atoll train
+// --help`, the benchmarks and the tests read the rules here; make_strategy()
+// (make_strategy.cpp) builds the class. Adding a method is its file pair plus
+// one line in methods.def.
 // Torch-free (config's help strings and the fuzz build include it).
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "atoll/config.h"
 
-namespace at {
-class Tensor;
-}
-
 namespace atl {
-
-class Communicator;
-class Strategy;
 
 // What the checks shared by every method need to know about one.
 enum MethodTrait : unsigned {
@@ -33,9 +26,6 @@ enum MethodTrait : unsigned {
 // Called for every method whatever strategy.name is (each checks its own
 // section; rules that only matter when the method runs test the name).
 using ValidateFn = void (*)(const Config& cfg, std::vector<std::string>& errors);
-// Builds one worker's strategy (make_strategy's arguments).
-using MakeFn = std::unique_ptr<Strategy> (*)(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
-                                             const std::vector<std::string>& names);
 
 struct Method {
   const char* name;                     // strategy.name
@@ -43,7 +33,6 @@ struct Method {
   std::vector<std::string> codec_keys;  // config keys naming a payload codec it uses ("diloco.codec")
   const char* warmup_key;               // its DDP warm-up steps' key; nullptr: diloco.ddp_warmup_steps
   ValidateFn validate;                  // its own rules; nullptr if it has none beyond the shared checks
-  MakeFn make;
 };
 
 // Every method, in the order help, errors and benchmarks list them.
@@ -53,7 +42,7 @@ const Method* find_method(const std::string& name);
 // "single | ddp | ... ": the names for help and errors.
 std::string strategy_choices();
 
-// Part of validate() (src/config/validate.cpp): the [strategy] section, every
+// Part of validate() (src/setup/validate.cpp): the [strategy] section, every
 // codec key of the table, [codec], each method's own rules, and which methods
 // [faults] and robust aggregation apply to.
 void validate_strategy(const Config& cfg, std::vector<std::string>& errors);

@@ -18,14 +18,9 @@
 #include <string>
 #include <vector>
 
-namespace atl {
+#include "atoll/state.h"  // CheckpointError
 
-// A checkpoint that cannot be used: truncated, corrupted, not a checkpoint,
-// or from a different run. what() says which and what to do.
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace atl {
 
 enum class RecordKind : uint8_t { Integer = 1, Real = 2, Text = 3, Tensor = 4 };
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "atoll/dist.h"
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "train/checkpoint.h"
 #include "train/cluster.h"

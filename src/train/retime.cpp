@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "atoll/net.h"
+#include "atoll/setup.h"
 #include "model/export.h"
 #include "train/metrics.h"
 #include "train/observer.h"

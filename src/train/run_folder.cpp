@@ -9,6 +9,7 @@
 #include "model/export.h"
 #include "train/checkpoint.h"
 #include "util/file_io.h"
+#include "atoll/setup.h"
 
 namespace atl {
 namespace fs = std::filesystem;

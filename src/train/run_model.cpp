@@ -5,7 +5,8 @@
 #include <stdexcept>
 
 #include "atoll/data.h"
-#include "atoll/export.h"
+#include "atoll/run_model.h"
+#include "atoll/setup.h"
 #include "model/export.h"
 #include "model/sample.h"
 #include "model/torchscript.h"

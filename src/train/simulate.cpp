@@ -7,6 +7,7 @@
 
 #include "atoll/comm.h"
 #include "atoll/net.h"
+#include "atoll/setup.h"
 #include "atoll/train.h"
 #include "train/checkpoint.h"
 #include "train/cluster.h"

@@ -2,7 +2,9 @@
 // safetensors or TorchScript (`atoll export`), and asked for text
 // (`atoll sample`). A run folder keeps the weights its final evaluation
 // judged in model.safetensors (and a TorchScript run its module as
-// model.pt); docs/PYTORCH.md shows the round trip.
+// model.pt); docs/PYTORCH.md shows the round trip. The train area's, as
+// it reads run folders (src/train/run_model.cpp); the model area's own
+// export (names, formats) is src/model/export.h.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,12 @@
 // validate(): the one place where every area's checks meet. Config checks
-// the sections it owns (config.cpp) but must not know each method's rules;
-// those live with the methods and are reached through the strategy table
-// (strategy/table.cpp), which also checks the codec keys and [codec]. Only
-// this file links the two, so config.cpp stays free of method rules.
-#include "atoll/config.h"
+// the sections it owns (config/sections.cpp) but knows no method, codec or
+// network; each method's rules are reached through the strategy table
+// (strategy/table.cpp), which also checks the codec keys and [codec], and
+// the net area checks [network] and [islands]. This area sits above them
+// all, so config stays below them.
+#include "atoll/setup.h"
 #include "config/validate.h"
+#include "net/validate_network.h"
 #include "strategy/table.h"
 
 namespace atl {
