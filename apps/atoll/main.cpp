@@ -379,7 +379,7 @@ int main(int argc, char** argv) {
   cost->add_option("--workers", q.workers, "N")->capture_default_str();
   cost->add_option("--bandwidth", bandwidth, "per-link bandwidth, e.g. 100Mbit/s")->capture_default_str();
   cost->add_option("--latency", latency, "per-message latency, e.g. 30ms")->capture_default_str();
-  cost->add_option("--algorithm", algorithm, "ring | tree | ps")->capture_default_str();
+  cost->add_option("--algorithm", algorithm, atl::collective_algorithm_choices())->capture_default_str();
   cost->add_option("--strategy", q.strategy, "ddp | localsgd | diloco | sparta")->capture_default_str();
   cost->add_option("--inner-steps,-H", q.inner_steps, "H for localsgd / diloco")->capture_default_str();
   cost->add_option("--p", q.sparta_p, "fraction averaged per step (sparta)")->capture_default_str();
@@ -396,7 +396,8 @@ int main(int argc, char** argv) {
   cost->add_option("--intra-latency", intra_latency, "latency inside an island")->capture_default_str();
   cost->add_flag("--shared-uplink", q.shared_uplink,
                  "an island's devices share one wide-area link (flat and sharded get bandwidth / D each)");
-  cost->add_option("--exchange", q.exchange, "flat | leader | sharded | all: which exchanges get run totals")
+  cost->add_option("--exchange", q.exchange,
+                   atl::island_exchange_choices() + " | all: which exchanges get run totals")
       ->capture_default_str();
 
   atl::LaunchOptions launch_opts;

@@ -25,9 +25,12 @@ std::vector<double> parse_number_list(const std::string& text, double fallback);
 // Kinds of communication the ledger records and the model times.
 enum class CommOp { AllReduce, AllGather, Broadcast, Barrier, Exchange, Send, Recv };
 enum class CollectiveAlgo { Ring, Tree, ParameterServer };
-CollectiveAlgo parse_algorithm(const std::string& name);  // ring | tree | ps
+// The collective algorithm table (src/net/collective_algorithms.h) spells them.
+CollectiveAlgo parse_algorithm(const std::string& name);  // ring | tree | ps (or parameter-server)
 std::string to_string(CommOp op);
 std::string to_string(CollectiveAlgo algo);
+// "ring | tree | ps (or parameter-server)": help and errors.
+std::string collective_algorithm_choices();
 
 // Bytes one rank sends and receives for one op whose per-rank payload is
 // `payload` bytes (ALGORITHMS.md section 7.2):
@@ -109,8 +112,11 @@ class NetworkModel {
 //   sharded: each device carries 1/D of the payload over its own wide-area
 //            link (reduce-scatter inside, the op across, all-gather inside).
 enum class IslandExchange { Flat, Leader, Sharded };
+// The island exchange table (src/net/island_exchanges.h) spells them.
 IslandExchange parse_exchange(const std::string& name);  // flat | leader | sharded
 std::string to_string(IslandExchange exchange);
+// "flat | leader | sharded": help and errors.
+std::string island_exchange_choices();
 
 // What one op costs one device: bytes on each link class and network time.
 struct OpCharge {
@@ -211,7 +217,7 @@ struct CostQuery {
   int64_t devices = 1;
   double intra_bandwidth = 50e9;     // bytes/s inside an island (400 Gbit/s)
   double intra_latency = 0;
-  std::string exchange = "all";      // flat | leader | sharded | all: which get run totals
+  std::string exchange = "all";      // an islands.exchange (flat | leader | sharded) or all: which get run totals
   bool shared_uplink = false;        // an island's devices share one wide-area link
 };
 // One exchange's figures for one sync and the run (per island: summed over its D devices).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "atoll/net.h"
+#include "net/island_exchanges.h"
 
 namespace atl {
 namespace {
@@ -130,8 +131,12 @@ void check_query(const CostQuery& q) {
   if (!(q.intra_latency >= 0) || !std::isfinite(q.intra_latency)) {
     problems.push_back("intra-island latency must be >= 0 s");
   }
-  if (q.exchange != "all" && q.exchange != "flat" && q.exchange != "leader" && q.exchange != "sharded") {
-    problems.push_back("unknown exchange '" + q.exchange + "'; expected one of flat|leader|sharded|all");
+  std::vector<std::string> exchanges = island_exchange_names();
+  exchanges.push_back("all");
+  if (std::find(exchanges.begin(), exchanges.end(), q.exchange) == exchanges.end()) {
+    std::string choices;
+    for (const std::string& x : exchanges) choices += (choices.empty() ? "" : "|") + x;
+    problems.push_back("unknown exchange '" + q.exchange + "'; expected one of " + choices);
   }
   if (problems.empty()) return;
   std::string msg = "cost:";
@@ -168,16 +173,16 @@ void estimate_islands(const CostQuery& q, double model_bytes, double compute, Co
   const std::vector<Link> wan_links(static_cast<std::size_t>(q.islands), Link{q.bandwidth, q.latency});
   const NetworkModel wan(wan_links, q.algo, q.bandwidth, 0.0, 0);
   const Link intra{q.intra_bandwidth, q.intra_latency};
-  for (IslandExchange ex : {IslandExchange::Flat, IslandExchange::Leader, IslandExchange::Sharded}) {
-    const IslandNetwork net(wan, intra, q.devices, ex, q.shared_uplink);
-    IslandCostRow row = island_row(to_string(ex), net, r.sync_payload_bytes, r.syncs, compute);
+  for (const IslandExchangeInfo& ex : island_exchanges()) {
+    const IslandNetwork net(wan, intra, q.devices, ex.exchange, q.shared_uplink);
+    IslandCostRow row = island_row(ex.name, net, r.sync_payload_bytes, r.syncs, compute);
     row.chosen = q.exchange == "all" || q.exchange == row.name;
     r.exchanges.push_back(row);
   }
   // DDP: the gradient (P*b bytes) every step, one ring over all I*D devices.
   const IslandNetwork flat(wan, intra, q.devices, IslandExchange::Flat, q.shared_uplink);
   r.ddp = island_row("ddp", flat, model_bytes, static_cast<double>(q.steps), compute);
-  // The flat exchange is today's single-level figure for N = I*D workers.
+  // The flat exchange (the table's first) is the single-level figure for N = I*D workers.
   const IslandCostRow& f = r.exchanges.front();
   r.sync_bytes_sent = f.wan_bytes_per_island / static_cast<double>(q.devices);
   r.sync_seconds = f.sync_seconds;
@@ -231,6 +236,21 @@ CostReport estimate_cost(const CostQuery& q) {
 
 namespace {
 
+// How `exchange` moves a sync among I islands of D devices (n = I*D).
+std::string exchange_note(IslandExchange exchange, long long islands, long long devices, long long n) {
+  switch (exchange) {
+    case IslandExchange::Flat:
+      return fmt("one ring over all %lld devices, every hop on the wide-area links", n);
+    case IslandExchange::Leader:
+      return fmt("reduce to device 0 (tree), the %lld leaders all-reduce, broadcast in the island (tree)", islands);
+    case IslandExchange::Sharded:
+      return fmt("reduce-scatter in the island, each device all-reduces 1/%lld over its own wide-area link, "
+                 "all-gather in the island",
+                 devices);
+  }
+  return to_string(exchange);
+}
+
 // format_cost with islands: one sync under each exchange next to DDP over
 // all I*D devices, then the run under the chosen exchanges.
 std::string format_island_cost(const CostQuery& q, const CostReport& r, const std::string& strategy) {
@@ -266,12 +286,8 @@ std::string format_island_cost(const CostQuery& q, const CostReport& r, const st
   for (const IslandCostRow& row : r.exchanges) rows.push_back(sync_cells(row.name, row));
   rows.push_back(sync_cells("ddp (flat, every step)", r.ddp));
   out += format_table(rows);
-  out += fmt("  flat: one ring over all %lld devices, every hop on the wide-area links\n", n);
-  out += fmt("  leader: reduce to device 0 (tree), the %lld leaders all-reduce, broadcast in the island (tree)\n",
-             islands);
-  out += fmt("  sharded: reduce-scatter in the island, each device all-reduces 1/%lld over its own wide-area link, "
-             "all-gather in the island\n",
-             devices);
+  for (const IslandExchangeInfo& ex : island_exchanges())
+    out += "  " + std::string(ex.name) + ": " + exchange_note(ex.exchange, islands, devices, n) + "\n";
 
   out += fmt("syncs in run: %.0f (ddp: %.0f)\n", r.syncs, r.ddp.syncs);
   out += "run, communication blocking compute:\n";
