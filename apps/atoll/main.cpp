@@ -373,8 +373,8 @@ int main(int argc, char** argv) {
   std::string bandwidth = "100Mbit/s", latency = "0", algorithm = "ring", dtype = "bf16";
   auto* cost = app.add_subcommand("cost", "what one sync and a whole run cost on a network");
   cost->add_option("--params", q.params, "model parameters P")->capture_default_str();
-  cost->add_option("--dtype", dtype, "fp32 | bf16 | fp16 | int8 | fp4 (bytes per element b)")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8", "fp4"}))
+  cost->add_option("--dtype", dtype,
+                   "payload codec, counted at its exact encoded size: " + atl::cost_codec_choices())
       ->capture_default_str();
   cost->add_option("--workers", q.workers, "N")->capture_default_str();
   cost->add_option("--bandwidth", bandwidth, "per-link bandwidth, e.g. 100Mbit/s")->capture_default_str();
@@ -558,9 +558,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cost->parsed()) {
-      const std::map<std::string, double> bytes = {
-          {"fp32", 4}, {"bf16", 2}, {"fp16", 2}, {"int8", 1}, {"fp4", 0.5}};
-      q.bytes_per_element = bytes.at(dtype);
+      q.codec = dtype;
       q.bandwidth = atl::parse_bandwidth(bandwidth);
       q.latency = atl::parse_duration(latency);
       q.algo = atl::parse_algorithm(algorithm);

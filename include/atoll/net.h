@@ -200,7 +200,16 @@ class VirtualClock {
 // `atoll cost`: what one sync and a whole run cost on a given network.
 struct CostQuery {
   double params = 7e9;
-  double bytes_per_element = 2;      // bf16
+  double bytes_per_element = 2;      // bf16; used when `codec` is ""
+  // A payload codec (compress/codec_names.h: fp32, bf16, int8, fp4, topk, ...):
+  // every payload is then that codec's exact encoded size of its elements,
+  // block scales and top-k indices included, as the simulator's ledger
+  // charges it; a sparse codec (topk) is all-gathered, as the simulator does.
+  // codec_settings: codec.block and codec.topk_density (top-k is counted over
+  // the whole payload, codec.topk_scope = global: per tensor, k is rounded per
+  // tensor). "" = bytes_per_element bytes per value.
+  std::string codec;
+  CodecConfig codec_settings;
   int64_t workers = 8;
   double bandwidth = 12.5e6;         // bytes/s (100 Mbit/s)
   double latency = 0;
@@ -236,7 +245,8 @@ struct IslandCostRow {
   bool chosen = false;               // named by CostQuery::exchange (all: every one)
 };
 struct CostReport {
-  double one_copy_seconds = 0;       // P*b bytes through one link, no latency
+  double model_bytes = 0;            // one copy of the P values: P*b, or the codec's encoded size
+  double one_copy_seconds = 0;       // model_bytes through one link, no latency
   double sync_payload_bytes = 0;     // S for one sync of this strategy
   double sync_bytes_sent = 0;        // per worker, one sync
   double sync_seconds = 0;           // one sync under the algorithm
@@ -253,6 +263,8 @@ struct CostReport {
   double island_ddp_step_seconds = 0;  // DDP inside one island each step (ring over D, intra links)
 };
 CostReport estimate_cost(const CostQuery& q);
+// The values CostQuery::codec takes: the codec table's ("fp32 | fp16 | ... | topk").
+std::string cost_codec_choices();
 // Human-readable table of a CostReport (durations as "1120 s (18.7 min)").
 std::string format_cost(const CostQuery& q, const CostReport& r);
 
