@@ -120,8 +120,8 @@ void run_strategies(const Context& ctx, Sink& sink) {
   // difference of the two shows how much of a small overhead is noise.
   const StepCost first = strategy_step_cost(cfg, "single", workers, steps);
   std::vector<std::pair<std::string, StepCost>> costs;
-  for (const Method& m : strategy_table())
-    if (std::string(m.name) != "single") costs.emplace_back(m.name, strategy_step_cost(cfg, m.name, workers, steps));
+  for (const Method& m : strategy_table())  // every multi-worker method; "single" is the reference
+    if (!(m.traits & kOneWorker)) costs.emplace_back(m.name, strategy_step_cost(cfg, m.name, workers, steps));
   const StepCost last = strategy_step_cost(cfg, "single", workers, steps);
   const double adamw = (first.strategy_cpu + last.strategy_cpu) / 2;
   const double step = (first.forward_backward + last.forward_backward) / 2 + adamw;

@@ -45,7 +45,7 @@ std::unique_ptr<Strategy> make(const Config& cfg, std::vector<at::Tensor> params
 const std::vector<Method>& strategy_table() {
   static const std::vector<Method> table = {
       // name           traits                                codec keys                        DDP warm-up key            validate            make
-      {"single",        0,                                    {},                               nullptr,                   validate_single,    make<SingleStrategy>},
+      {"single",        kOneWorker,                           {},                               nullptr,                   nullptr,            make<SingleStrategy>},
       {"ddp",           0,                                    {"ddp.codec"},                    nullptr,                   validate_ddp,       make<DdpStrategy>},
       {"localsgd",      kAnyTopology,                         {},                               nullptr,                   nullptr,            make<LocalSgdStrategy>},
       {"diloco",        kGlobalModel | kOuterSync | kAbsence, {"diloco.codec"},                 nullptr,                   validate_diloco,    make<DiLoCoStrategy>},
@@ -108,6 +108,9 @@ void validate_strategy(const Config& c, std::vector<std::string>& e) {
   Problems p(e);
   p.enum_check("strategy.name", c.strategy.name, names_with(0));
   p.need(c.strategy.workers >= 1 && c.strategy.workers <= kMaxWorkers, "strategy.workers must be in [1, " + std::to_string(kMaxWorkers) + "]");
+  p.need(!has(c.strategy.name, kOneWorker) || c.strategy.workers == 1,
+         "strategy.name = '" + c.strategy.name +
+             "' trains one worker: set strategy.workers = 1 or pick another strategy");
   p.enum_check("strategy.eval_model", c.strategy.eval_model, {"auto", "global", "average", "worker0"});
   p.need(c.strategy.eval_model != "global" || has(c.strategy.name, kGlobalModel),
          "strategy.eval_model = 'global' needs a method with a global model (" +
