@@ -10,6 +10,7 @@
 #include <map>
 
 #include "atoll/train.h"
+#include "every_strategy.h"
 #include "strategy/table.h"
 #include "test_util.h"
 #include "tiny_data.h"
@@ -63,7 +64,7 @@ TEST(CheckpointContents, EveryStrategysStateWalkRefusesRecordsThatDoNotFitNaming
   for (const Method& method : strategy_table()) {
     SCOPED_TRACE(method.name);
     testing::TempDir tmp;
-    Config cfg = tiny_config(method.name, std::string(method.name) == "single" ? 1 : 2);
+    Config cfg = tiny_config(method.name, testing::workers_for(method.name, 2));
     cfg.run.out_dir = tmp.str();
     cfg.run.name = "run";
     cfg.train.steps = 12;

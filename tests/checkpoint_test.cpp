@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "atoll/train.h"
+#include "every_strategy.h"
 #include "test_util.h"
 #include "tiny_data.h"
 #include "train/checkpoint.h"
@@ -36,10 +37,20 @@ std::vector<nlohmann::json> deterministic_events(const fs::path& dir) {
   return out;
 }
 
+// Every method of the table (testing::every_strategy()), and DiLoCo with
+// every fault at once.
+std::vector<std::string> resume_cases() {
+  std::vector<std::string> cases = testing::every_strategy();
+  cases.push_back("diloco_with_faults");
+  return cases;
+}
+
+// The per-method settings each case needs to have state in flight at the
+// stop are here, and only here.
 Config resume_config(const std::string& param, const std::string& out_dir) {
   const bool faults = param == "diloco_with_faults";
   const std::string strategy = faults ? "diloco" : param;
-  Config cfg = tiny_config(strategy, strategy == "single" ? 1 : 3);
+  Config cfg = tiny_config(strategy, testing::workers_for(strategy, 3));
   cfg.run.out_dir = out_dir;
   cfg.train.steps = 24;
   cfg.train.log_every = 3;
@@ -103,10 +114,8 @@ TEST_P(ResumeEquality, StoppedAndResumedRunMatchesTheUninterruptedRunBitwise) {
   EXPECT_EQ(CheckpointStore(tmp.path("resumed")).steps(), (std::vector<int64_t>{20, 16, 12}));
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryStrategy, ResumeEquality,
-                         ::testing::Values("single", "ddp", "localsgd", "diloco", "sparta", "sparta_diloco",
-                                           "streaming", "palsgd", "demo", "noloco", "diloco_with_faults"),
-                         [](const auto& test) { return test.param; });
+INSTANTIATE_TEST_SUITE_P(EveryStrategy, ResumeEquality, ::testing::ValuesIn(resume_cases()),
+                         testing::method_test_name);
 
 TEST(CheckpointFile, RoundTripsEveryKindOfRecord) {
   CheckpointRecords r;

@@ -19,6 +19,7 @@
 #include "atoll/launch.h"
 #include "atoll/setup.h"
 #include "atoll/train.h"
+#include "every_strategy.h"
 #include "test_util.h"
 #include "train/timing_files.h"
 #include "util/file_io.h"
@@ -82,7 +83,7 @@ std::vector<nlohmann::json> read_events(const std::string& run_dir) {
 // ---------------------------------------------------------------------------
 // Equivalence with the simulator
 
-class RealEqualsSimulated : public ::testing::TestWithParam<const char*> {};
+class RealEqualsSimulated : public ::testing::TestWithParam<std::string> {};
 
 // N = 2: every reduction has two operands, and a + b is the same in either
 // order, so the real run must reproduce the simulator bit for bit: losses,
@@ -127,10 +128,10 @@ TEST_P(RealEqualsSimulated, TwoRanksOverGlooMatchTheSimulatorBitwise) {
   EXPECT_TRUE(got.back().contains("compute_wall_s_per_worker"));
 }
 
+// Every method of the table but those testing::not_run_on_two_ranks() names.
 INSTANTIATE_TEST_SUITE_P(EveryStrategy, RealEqualsSimulated,
-                         ::testing::Values("ddp", "localsgd", "diloco", "sparta", "sparta_diloco", "noloco",
-                                           "palsgd", "demo", "streaming"),
-                         [](const auto& p) { return std::string(p.param); });
+                         ::testing::ValuesIn(testing::every_strategy(testing::not_run_on_two_ranks())),
+                         testing::method_test_name);
 
 // Islands on Gloo: 2 islands of 2 ranks, the island groups carrying the
 // gradients and the cross-island groups the method. Every group has two

@@ -23,9 +23,10 @@ const std::map<std::string, int>& area_ranks() {
   static const std::map<std::string, int> ranks = {
       {"util", 0},                                            // knows no other area
       {"state", 1},  {"config", 1},                           // StateVisitor; the config structs and parsing
-      {"model", 2},  {"data", 2}, {"net", 2}, {"comm", 2},    // each knows config and util only
+      {"model", 2},  {"data", 2}, {"comm", 2},                // each knows config, state and util only
       {"compress", 3},                                        // the payload path sends through comm
       {"launch", 3},                                          // starts jobs with comm's job token
+      {"net", 4},                                             // atoll cost sizes payloads by the codec table
       {"strategy", 4},                                        // methods: comm + compress + model state
       {"setup", 5},                                           // validate(), load_config(), --help: above every checked area
       {"train", 6},                                           // the driver and the run folder

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "atoll/retime.h"
+#include "every_strategy.h"
 #include "test_util.h"
 #include "tiny_data.h"
 #include "train/timing_files.h"
@@ -147,25 +148,38 @@ TEST(Retime, AMeasuredRunRetimedToItsOwnNetworkGivesBackItsClock) {
   for (size_t i = 0; i < original.size(); ++i) expect_same(replayed[i], original[i], "event " + std::to_string(i));
 }
 
+// The scenarios each method's clock needs (overlap, delays, topologies,
+// islands, outages), then every method of the table no scenario runs, at
+// tiny_config's settings: a new method is retimed the day it lands.
+std::vector<Case> retime_cases() {
+  std::vector<Case> cases = {
+      Case{"ddp_overlapped", "ddp", 3, {"ddp.overlap=true", "ddp.bucket_mb=0.005", "ddp.first_bucket_mb=0.002"}, {}},
+      Case{"ddp_blocking", "ddp", 2, {"ddp.overlap=false"}, {}},
+      Case{"localsgd_ring", "localsgd", 3, {"strategy.topology=ring"}, {}},
+      Case{"diloco_stragglers_jitter", "diloco", 3, {"network.speed_factors=1,2.5,1", "network.jitter=4ms"}, {}},
+      Case{"sparta_async_gossip", "sparta", 4, {"sparta.delay=2", "strategy.topology=gossip"}, {}},
+      Case{"sparta_diloco", "sparta_diloco", 2, {}, {}},
+      Case{"noloco", "noloco", 4, {"noloco.inner_steps=5"}, {}},
+      Case{"palsgd", "palsgd", 2, {}, {}},
+      Case{"demo", "demo", 3, {}, {}},
+      Case{"streaming_async", "streaming", 2, {"streaming.fragment_blocks=1", "model.n_layer=2", "streaming.overlap=2", "diloco.inner_steps=6"}, {}},
+      Case{"single", "single", 1, {}, {}},
+      Case{"diloco_islands_leader", "diloco", 4, {"islands.devices=2", "islands.exchange=leader"}, {}},
+      Case{"ddp_islands_to_sharded_shared_uplink", "ddp", 4, {"islands.devices=2", "islands.exchange=leader"},
+           {"islands.exchange=sharded", "network.island_uplink=shared", "network.intra_bandwidth=5Gbit/s",
+            "network.intra_latency=1ms"}},
+      Case{"diloco_outages", "diloco", 2, {"network.outages=1@0.001s-0.2s"}, {}},
+  };
+  for (const std::string& method : testing::every_strategy()) {
+    bool named = false;
+    for (const Case& c : cases) named = named || c.strategy == method;
+    if (!named) cases.push_back(Case{method, method, testing::workers_for(method, 2), {}, {}});
+  }
+  return cases;
+}
+
 INSTANTIATE_TEST_SUITE_P(
-    Strategies, RetimeEqualsRerun,
-    ::testing::Values(
-        Case{"ddp_overlapped", "ddp", 3, {"ddp.overlap=true", "ddp.bucket_mb=0.005", "ddp.first_bucket_mb=0.002"}, {}},
-        Case{"ddp_blocking", "ddp", 2, {"ddp.overlap=false"}, {}},
-        Case{"localsgd_ring", "localsgd", 3, {"strategy.topology=ring"}, {}},
-        Case{"diloco_stragglers_jitter", "diloco", 3, {"network.speed_factors=1,2.5,1", "network.jitter=4ms"}, {}},
-        Case{"sparta_async_gossip", "sparta", 4, {"sparta.delay=2", "strategy.topology=gossip"}, {}},
-        Case{"sparta_diloco", "sparta_diloco", 2, {}, {}},
-        Case{"noloco", "noloco", 4, {"noloco.inner_steps=5"}, {}},
-        Case{"palsgd", "palsgd", 2, {}, {}},
-        Case{"demo", "demo", 3, {}, {}},
-        Case{"streaming_async", "streaming", 2, {"streaming.fragment_blocks=1", "model.n_layer=2", "streaming.overlap=2", "diloco.inner_steps=6"}, {}},
-        Case{"single", "single", 1, {}, {}},
-        Case{"diloco_islands_leader", "diloco", 4, {"islands.devices=2", "islands.exchange=leader"}, {}},
-        Case{"ddp_islands_to_sharded_shared_uplink", "ddp", 4, {"islands.devices=2", "islands.exchange=leader"},
-             {"islands.exchange=sharded", "network.island_uplink=shared", "network.intra_bandwidth=5Gbit/s",
-              "network.intra_latency=1ms"}},
-        Case{"diloco_outages", "diloco", 2, {"network.outages=1@0.001s-0.2s"}, {}}),
+    Strategies, RetimeEqualsRerun, ::testing::ValuesIn(retime_cases()),
     [](const ::testing::TestParamInfo<Case>& param_info) { return param_info.param.name; });
 
 }  // namespace

@@ -1,13 +1,17 @@
 // The strategy table (strategy/table.h): every line names real config keys,
-// builds its method, and reaches validate(), make_strategy() and --help.
+// builds its method, and reaches validate(), make_strategy() and --help;
+// every method has what the project requires of one (a golden trajectory),
+// and every suite's exclusion list (every_strategy.h) names real methods.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
 #include "atoll/comm.h"
 #include "atoll/setup.h"
 #include "atoll/strategy.h"
+#include "every_strategy.h"
 #include "strategy/table.h"
 
 namespace atl {
@@ -59,6 +63,54 @@ TEST(StrategyTable, MakeStrategyBuildsEveryMethodAndNamesThemForAnUnknownOne) {
     FAIL() << "an unknown strategy was built";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find(strategy_choices()), std::string::npos) << e.what();
+  }
+}
+
+TEST(StrategyTable, OneWorkerTraitIsWhatValidationEnforces) {
+  for (const Method& m : strategy_table()) {
+    Config c;
+    c.strategy.name = m.name;
+    c.strategy.workers = 2;
+    const auto errors = validate(c);
+    bool refused = false;
+    for (const std::string& e : errors)
+      refused = refused || e == "strategy.name = '" + std::string(m.name) +
+                                    "' trains one worker: set strategy.workers = 1 or pick another strategy";
+    EXPECT_EQ(refused, bool(m.traits & kOneWorker)) << m.name;
+    if (!(m.traits & kOneWorker)) {
+      EXPECT_TRUE(errors.empty()) << m.name << ": " << errors.front();
+    }
+    c.strategy.workers = 1;
+    EXPECT_TRUE(validate(c).empty()) << m.name;
+  }
+}
+
+// ARCHITECTURE.md, "Where to add things": a method comes with its golden
+// trajectory (EveryStrategy/GoldenTrajectory compares it; its message says
+// how to record one). A golden file no method has is a renamed or removed
+// method's, which nothing compares any more.
+TEST(StrategyTable, EveryMethodHasAGoldenTrajectoryAndEveryGoldenFileAMethod) {
+  namespace fs = std::filesystem;
+  const fs::path golden = fs::path(ATOLL_SOURCE_DIR) / "tests" / "golden";
+  for (const Method& m : strategy_table())
+    EXPECT_TRUE(fs::exists(golden / (std::string(m.name) + ".json")))
+        << "strategy '" << m.name << "' has no tests/golden/" << m.name << ".json: record it with "
+        << "ATOLL_UPDATE_GOLDEN=1 build/tests/atoll_tests --gtest_filter='EveryStrategy/GoldenTrajectory.*/"
+        << m.name << "'";
+  for (const auto& entry : fs::directory_iterator(golden)) {
+    if (entry.path().extension() != ".json") continue;
+    EXPECT_NE(find_method(entry.path().stem().string()), nullptr)
+        << entry.path() << " is the golden trajectory of no method of the table";
+  }
+}
+
+TEST(StrategyTable, EverySuitesExclusionsNameMethodsOfTheTableWithAReason) {
+  for (const auto* list : testing::every_exclusion_list()) {
+    for (const testing::Exclusion& e : *list) {
+      EXPECT_NE(find_method(e.method), nullptr)
+          << "an exclusion names '" << e.method << "', which is not in the strategy table (renamed or removed?)";
+      EXPECT_GT(std::string(e.why).size(), 10u) << e.method << ": say why the suite cannot run it";
+    }
   }
 }
 

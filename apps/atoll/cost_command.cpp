@@ -1,20 +1,18 @@
 #include "cost_command.h"
 
 #include <iostream>
-#include <map>
 #include <stdexcept>
 #include <vector>
 
 CostCommand::CostCommand(CLI::App& app) {
   cost_ = app.add_subcommand("cost", "what one sync and a whole run cost on a network");
   cost_->add_option("--params", q_.params, "model parameters P")->capture_default_str();
-  cost_->add_option("--dtype", dtype_, "fp32 | bf16 | fp16 | int8 | fp4 (bytes per element b)")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8", "fp4"}))
+  cost_->add_option("--dtype", dtype_, "payload codec, counted at its exact encoded size: " + atl::cost_codec_choices())
       ->capture_default_str();
   cost_->add_option("--workers", q_.workers, "N")->capture_default_str();
   cost_->add_option("--bandwidth", bandwidth_, "per-link bandwidth, e.g. 100Mbit/s")->capture_default_str();
   cost_->add_option("--latency", latency_, "per-message latency, e.g. 30ms")->capture_default_str();
-  cost_->add_option("--algorithm", algorithm_, "ring | tree | ps")->capture_default_str();
+  cost_->add_option("--algorithm", algorithm_, atl::collective_algorithm_choices())->capture_default_str();
   cost_->add_option("--strategy", q_.strategy, "ddp | localsgd | diloco | sparta")->capture_default_str();
   cost_->add_option("--inner-steps,-H", q_.inner_steps, "H for localsgd / diloco")->capture_default_str();
   cost_->add_option("--p", q_.sparta_p, "fraction averaged per step (sparta)")->capture_default_str();
@@ -30,14 +28,13 @@ CostCommand::CostCommand(CLI::App& app) {
   cost_->add_option("--intra-latency", intra_latency_, "latency inside an island")->capture_default_str();
   cost_->add_flag("--shared-uplink", q_.shared_uplink,
                   "an island's devices share one wide-area link (flat and sharded get bandwidth / D each)");
-  cost_->add_option("--exchange", q_.exchange, "flat | leader | sharded | all: which exchanges get run totals")
+  cost_->add_option("--exchange", q_.exchange, atl::island_exchange_choices() + " | all: which exchanges get run totals")
       ->capture_default_str();
 }
 
 bool CostCommand::run() {
   if (!cost_->parsed()) return false;
-  const std::map<std::string, double> bytes = {{"fp32", 4}, {"bf16", 2}, {"fp16", 2}, {"int8", 1}, {"fp4", 0.5}};
-  q_.bytes_per_element = bytes.at(dtype_);
+  q_.codec = dtype_;
   q_.bandwidth = atl::parse_bandwidth(bandwidth_);
   q_.latency = atl::parse_duration(latency_);
   q_.algo = atl::parse_algorithm(algorithm_);

@@ -25,9 +25,12 @@ std::vector<double> parse_number_list(const std::string& text, double fallback);
 // Kinds of communication the ledger records and the model times.
 enum class CommOp { AllReduce, AllGather, Broadcast, Barrier, Exchange, Send, Recv };
 enum class CollectiveAlgo { Ring, Tree, ParameterServer };
-CollectiveAlgo parse_algorithm(const std::string& name);  // ring | tree | ps
+// The collective algorithm table (src/net/collective_algorithms.h) spells them.
+CollectiveAlgo parse_algorithm(const std::string& name);  // ring | tree | ps (or parameter-server)
 std::string to_string(CommOp op);
 std::string to_string(CollectiveAlgo algo);
+// "ring | tree | ps (or parameter-server)": help and errors.
+std::string collective_algorithm_choices();
 
 // Bytes one rank sends and receives for one op whose per-rank payload is
 // `payload` bytes (ALGORITHMS.md section 7.2):
@@ -109,8 +112,11 @@ class NetworkModel {
 //   sharded: each device carries 1/D of the payload over its own wide-area
 //            link (reduce-scatter inside, the op across, all-gather inside).
 enum class IslandExchange { Flat, Leader, Sharded };
+// The island exchange table (src/net/island_exchanges.h) spells them.
 IslandExchange parse_exchange(const std::string& name);  // flat | leader | sharded
 std::string to_string(IslandExchange exchange);
+// "flat | leader | sharded": help and errors.
+std::string island_exchange_choices();
 
 // What one op costs one device: bytes on each link class and network time.
 struct OpCharge {
@@ -194,7 +200,16 @@ class VirtualClock {
 // `atoll cost`: what one sync and a whole run cost on a given network.
 struct CostQuery {
   double params = 7e9;
-  double bytes_per_element = 2;      // bf16
+  double bytes_per_element = 2;      // bf16; used when `codec` is ""
+  // A payload codec (compress/codec_names.h: fp32, bf16, int8, fp4, topk, ...):
+  // every payload is then that codec's exact encoded size of its elements,
+  // block scales and top-k indices included, as the simulator's ledger
+  // charges it; a sparse codec (topk) is all-gathered, as the simulator does.
+  // codec_settings: codec.block and codec.topk_density (top-k is counted over
+  // the whole payload, codec.topk_scope = global: per tensor, k is rounded per
+  // tensor). "" = bytes_per_element bytes per value.
+  std::string codec;
+  CodecConfig codec_settings;
   int64_t workers = 8;
   double bandwidth = 12.5e6;         // bytes/s (100 Mbit/s)
   double latency = 0;
@@ -211,7 +226,7 @@ struct CostQuery {
   int64_t devices = 1;
   double intra_bandwidth = 50e9;     // bytes/s inside an island (400 Gbit/s)
   double intra_latency = 0;
-  std::string exchange = "all";      // flat | leader | sharded | all: which get run totals
+  std::string exchange = "all";      // an islands.exchange (flat | leader | sharded) or all: which get run totals
   bool shared_uplink = false;        // an island's devices share one wide-area link
 };
 // One exchange's figures for one sync and the run (per island: summed over its D devices).
@@ -230,7 +245,8 @@ struct IslandCostRow {
   bool chosen = false;               // named by CostQuery::exchange (all: every one)
 };
 struct CostReport {
-  double one_copy_seconds = 0;       // P*b bytes through one link, no latency
+  double model_bytes = 0;            // one copy of the P values: P*b, or the codec's encoded size
+  double one_copy_seconds = 0;       // model_bytes through one link, no latency
   double sync_payload_bytes = 0;     // S for one sync of this strategy
   double sync_bytes_sent = 0;        // per worker, one sync
   double sync_seconds = 0;           // one sync under the algorithm
@@ -252,6 +268,8 @@ CostReport estimate_cost(const CostQuery& q);
 // Island flags need --islands; --workers must equal I x D with islands.
 // Throws std::invalid_argument naming the flag and what to do.
 void check_cost_flags(const CostQuery& q, const std::vector<std::string>& given);
+// The values CostQuery::codec takes: the codec table's ("fp32 | fp16 | ... | topk").
+std::string cost_codec_choices();
 // Human-readable table of a CostReport (durations as "1120 s (18.7 min)").
 std::string format_cost(const CostQuery& q, const CostReport& r);
 

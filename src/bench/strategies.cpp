@@ -120,8 +120,8 @@ void run_strategies(const Context& ctx, Sink& sink) {
   // difference of the two shows how much of a small overhead is noise.
   const StepCost first = strategy_step_cost(cfg, "single", workers, steps);
   std::vector<std::pair<std::string, StepCost>> costs;
-  for (const Method& m : strategy_table())
-    if (std::string(m.name) != "single") costs.emplace_back(m.name, strategy_step_cost(cfg, m.name, workers, steps));
+  for (const Method& m : strategy_table())  // every multi-worker method; "single" is the reference
+    if (!(m.traits & kOneWorker)) costs.emplace_back(m.name, strategy_step_cost(cfg, m.name, workers, steps));
   const StepCost last = strategy_step_cost(cfg, "single", workers, steps);
   const double adamw = (first.strategy_cpu + last.strategy_cpu) / 2;
   const double step = (first.forward_backward + last.forward_backward) / 2 + adamw;
@@ -154,8 +154,9 @@ void run_codecs(const Context& ctx, Sink& sink) {
     at::Tensor x = at::randn({n});
     at::Tensor copy = at::empty_like(x);
     copy_s = best_seconds([&] { copy.copy_(x); }, ctx.budget);
-    for (const auto& name : codec_names()) {
-      if (name == "fp4") continue;  // the same codec as fp4-e3m0
+    for (const CodecInfo& info : codec_table()) {
+      if (info.shorthand_for) continue;  // "fp4" is fp4-e3m0, measured under that name
+      const std::string name = info.name;
       auto codec = make_codec(name, ctx.cfg.codec.block, ctx.cfg.codec.topk_density);
       double bytes = 0;
       codec_s.emplace_back(name, best_seconds([&] { bytes = codec->round_trip(x).bytes; }, ctx.budget));

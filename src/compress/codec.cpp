@@ -31,28 +31,25 @@ at::Tensor checked_payload(const at::Tensor& x, const std::string& codec) {
   return x.detach().contiguous();
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // ---- casts -----------------------------------------------------------------
 
 // fp32 / fp16 / bf16: the value on the wire is the input cast to `wire`.
 class CastCodec : public Codec {
  public:
-  CastCodec(std::string name, at::ScalarType wire, double bytes_per_element)
-      : name_(std::move(name)), wire_(wire), bytes_per_element_(bytes_per_element) {}
+  CastCodec(std::string name, at::ScalarType wire) : name_(std::move(name)), wire_(wire) {}
   Encoded round_trip(const at::Tensor& x) override {
     const at::Tensor c = checked_payload(x, name_);
     // to() returns `c` itself when the dtype already matches: clone so decoded never aliases x.
     at::Tensor d = c.scalar_type() == wire_ ? c.clone() : c.to(wire_).to(c.scalar_type());
-    return {d, bytes_for(c.numel())};
+    // One wire-dtype value per element, whatever the input's dtype.
+    return {d, double(c.numel()) * double(c10::elementSize(wire_))};
   }
   std::string name() const override { return name_; }
-  double bytes_for(int64_t n) const override { return bytes_per_element_ * double(n); }
+  double bytes_for(int64_t n) const override { return codec_encoded_bytes(name_, n); }
 
  private:
   std::string name_;
   at::ScalarType wire_;
-  double bytes_per_element_;
 };
 
 // ---- block codecs ----------------------------------------------------------
@@ -169,13 +166,13 @@ class BlockCodec : public Codec {
     at::Tensor d = at::empty_like(c);
     const int64_t n = c.numel();
     if (c.scalar_type() == at::kFloat) {
-      round_trip_float(c.data_ptr<float>(), d.data_ptr<float>(), n);
-      return {d, bytes_for(n)};
+      return {d, encoded_bytes(n, round_trip_float(c.data_ptr<float>(), d.data_ptr<float>(), n))};
     }
+    int64_t scales = 0;
     AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "block_codec", [&] {
       const scalar_t* in = c.data_ptr<scalar_t>();
       scalar_t* out = d.data_ptr<scalar_t>();
-      for (int64_t lo = 0; lo < n; lo += block_) {
+      for (int64_t lo = 0; lo < n; lo += block_, ++scales) {
         const int64_t len = std::min(n - lo, block_);
         double amax = 0;
         for (int64_t i = lo; i < lo + len; ++i) amax = std::max(amax, std::abs(double(in[i])));
@@ -190,19 +187,28 @@ class BlockCodec : public Codec {
         }
       }
     });
-    return {d, bytes_for(n)};
+    return {d, encoded_bytes(n, scales)};
   }
   std::string name() const override { return name_; }
   double bytes_for(int64_t n) const override {
-    const double values = grid_ ? double(ceil_div(n, 2)) : double(n);
-    return values + 4.0 * double(ceil_div(n, block_));
+    CodecSizing sizing;
+    sizing.block = block_;
+    return codec_encoded_bytes(name_, n, sizing);
   }
 
  private:
-  void round_trip_float(const float* in, float* out, int64_t n) const {
+  // The message as encoded: n codes (int8: a byte each; fp4: two to a byte)
+  // and `scales` fp32 block scales.
+  double encoded_bytes(int64_t n, int64_t scales) const {
+    return double(grid_ ? (n + 1) / 2 : n) + 4.0 * double(scales);
+  }
+
+  // Returns the number of blocks (scales) it encoded.
+  int64_t round_trip_float(const float* in, float* out, int64_t n) const {
     std::array<double, 7> edge{};
     std::array<double, 9> value{};  // 8 decoded magnitudes, then the grid's top
-    for (int64_t lo = 0; lo < n; lo += block_) {
+    int64_t scales = 0;
+    for (int64_t lo = 0; lo < n; lo += block_, ++scales) {
       const int64_t len = std::min(n - lo, block_);
       const double m = double(block_abs_max(in + lo, len));
       if (m == 0) {
@@ -217,6 +223,7 @@ class BlockCodec : public Codec {
         int8_block_float(in + lo, out + lo, len, m);
       }
     }
+    return scales;
   }
 
   template <typename T>
@@ -255,32 +262,31 @@ class TopKCodec : public Codec {
   TopKCodec(double density, int64_t index_bytes, std::vector<int64_t> segments)
       : density_(density), index_bytes_(index_bytes), segments_(std::move(segments)) {}
 
-  int64_t k_for(int64_t n) const {
-    if (n == 0) return 0;
-    return std::clamp<int64_t>(std::llround(density_ * double(n)), 1, n);
-  }
-
   Encoded round_trip(const at::Tensor& x) override {
     const at::Tensor c = checked_payload(x, "topk");
     const int64_t n = c.numel();
     at::Tensor d = at::empty_like(c);  // every entry is written: kept values or +0
+    int64_t kept = 0;  // (fp32 value, index) pairs in the message
     AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "topk_codec", [&] {
       const scalar_t* in = c.data_ptr<scalar_t>();
       scalar_t* out = d.data_ptr<scalar_t>();
       int64_t lo = 0;
       for (int64_t len : segments_of(n)) {
-        select_.keep_largest(in + lo, out + lo, len, k_for(len));
+        const int64_t k = topk_kept(len, density_);
+        select_.keep_largest(in + lo, out + lo, len, k);
         lo += len;
+        kept += k;
       }
     });
-    return {d, bytes_for(n)};
+    return {d, double(kept) * double(4 + index_bytes_)};
   }
   std::string name() const override { return "topk"; }
-  // Exact: the kept count depends on the segment sizes only.
   double bytes_for(int64_t n) const override {
-    int64_t k = 0;
-    for (int64_t len : segments_of(n)) k += k_for(len);
-    return double(k) * double(4 + index_bytes_);
+    CodecSizing sizing;
+    sizing.topk_density = density_;
+    sizing.index_bytes = index_bytes_;
+    sizing.topk_segments = segments_;
+    return codec_encoded_bytes("topk", n, sizing);
   }
 
  private:
@@ -309,9 +315,9 @@ std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block, double
     throw std::invalid_argument("codec top-k density must be in (0, 1], got " + std::to_string(topk_density));
   if (index_bytes < 1)
     throw std::invalid_argument("codec index bytes must be >= 1, got " + std::to_string(index_bytes));
-  if (name == "fp32") return std::make_unique<CastCodec>(name, at::kFloat, 4);
-  if (name == "fp16") return std::make_unique<CastCodec>(name, at::kHalf, 2);
-  if (name == "bf16") return std::make_unique<CastCodec>(name, at::kBFloat16, 2);
+  if (name == "fp32") return std::make_unique<CastCodec>(name, at::kFloat);
+  if (name == "fp16") return std::make_unique<CastCodec>(name, at::kHalf);
+  if (name == "bf16") return std::make_unique<CastCodec>(name, at::kBFloat16);
   if (name == "int8") return std::make_unique<BlockCodec>(name, nullptr, block);
   if (name == "fp4" || name == "fp4-e3m0") return std::make_unique<BlockCodec>("fp4-e3m0", &kE3M0, block);
   if (name == "fp4-e2m1") return std::make_unique<BlockCodec>(name, &kE2M1, block);

@@ -59,17 +59,11 @@ class Codec {
   virtual Encoded round_trip(const at::Tensor& x) = 0;
   // The canonical name: make_codec(name(), ...) builds the same codec ("fp4" reports "fp4-e3m0").
   virtual std::string name() const = 0;
-  // Encoded size of an n-element payload; exact for every codec (top-k's k depends on n and its segments only).
+  // Encoded size of an n-element payload: the codec table's (codec_encoded_bytes)
+  // for this codec's sizing. round_trip() counts what it encoded itself; the
+  // CodecTable tests hold the two equal for every codec.
   virtual double bytes_for(int64_t n) const = 0;
 };
-
-// Elements per scale block for int8 / fp4. 128 keeps the fp32 scale at 4/128 =
-// 0.03 bytes/element (6% on top of fp4's 0.5, 3% on int8's 1) while keeping the
-// blocks local: e3m0 flushes everything below max/128 of its block to zero, so
-// one outlier must not set the scale of thousands of elements (torchft's 2048
-// would, MX formats use 32 with 1-byte scales).
-inline constexpr int64_t kDefaultCodecBlock = 128;
-inline constexpr double kDefaultTopkDensity = 0.01;
 
 // name: one of codec_names(). block >= 1 (int8, fp4), 0 < topk_density <= 1 and
 // index_bytes >= 1 (topk) are checked for every name. topk_segments (topk only):

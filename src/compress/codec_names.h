@@ -1,8 +1,11 @@
-// The payload codecs' names: the one list that make_codec(), config
-// validation, `atoll train --help` and the codec benchmark read. Torch-free
-// (config and the fuzz build use it without LibTorch).
+// The codec table: one line per payload codec with its name, its traits and
+// the exact size of its encoded payload. make_codec(), config validation,
+// `atoll train --help`, `atoll cost`, the payload path and the codec
+// benchmark read it, so adding a codec is its encoder (codec.cpp) plus one
+// line here. Torch-free (config and the fuzz build use it without LibTorch).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,14 +13,61 @@
 
 namespace atl {
 
-// Names accepted by make_codec (compress/codec.h), in the order help and
-// errors list them.
+// Elements per scale block for int8 / fp4. 128 keeps the fp32 scale at 4/128 =
+// 0.03 bytes/element (6% on top of fp4's 0.5, 3% on int8's 1) while keeping the
+// blocks local: e3m0 flushes everything below max/128 of its block to zero, so
+// one outlier must not set the scale of thousands of elements (torchft's 2048
+// would, MX formats use 32 with 1-byte scales).
+inline constexpr int64_t kDefaultCodecBlock = 128;
+inline constexpr double kDefaultTopkDensity = 0.01;
+
+// What an encoded payload's size depends on besides its length: the [codec]
+// knobs and the wire's index width.
+struct CodecSizing {
+  int64_t block = kDefaultCodecBlock;         // int8, fp4: elements per fp32 scale
+  double topk_density = kDefaultTopkDensity;  // topk: fraction of entries kept
+  int64_t index_bytes = 4;                    // topk: bytes per sent index
+  std::vector<int64_t> topk_segments;         // topk: sizes selected separately; empty: the payload is one
+};
+
+struct CodecInfo {
+  const char* name;
+  const char* shorthand_for;  // "fp4" is fp4-e3m0; nullptr if a name of its own
+  // Keeps only some positions and sends their indices: the receivers learn
+  // the positions from the payload, so different workers' payloads cannot be
+  // summed hop by hop (all-gathered instead), and a payload whose positions
+  // the receivers must already know (SPARTA's) cannot use it.
+  bool sparse;
+  // Sends the values as they are (fp32): nothing to encode or re-quantize.
+  bool uncompressed;
+  // Bytes of an encoded payload of n >= 0 elements: values + block scales +
+  // indices. The encoder counts the same (CodecTable tests, every codec).
+  double (*encoded_bytes)(int64_t n, const CodecSizing& sizing);
+};
+
+// Every codec, in the order help and errors list them.
+const std::vector<CodecInfo>& codec_table();
+// The codec named `name` (a shorthand included), or nullptr.
+const CodecInfo* find_codec(const std::string& name);
+
+// Names accepted by make_codec (compress/codec.h), in table order.
 const std::vector<std::string>& codec_names();
+// The codec named `name`'s traits; throw std::invalid_argument listing the
+// names for an unknown one.
+bool codec_is_sparse(const std::string& name);
+bool codec_is_uncompressed(const std::string& name);
+// Exact encoded size of n elements under codec `name` (what the simulator's
+// ledger charges for that payload, Encoded::bytes). Throws
+// std::invalid_argument for an unknown name, n < 0, sizing out of range, or
+// topk segments that do not add up to n.
+double codec_encoded_bytes(const std::string& name, int64_t n, const CodecSizing& sizing = {});
+// The top-k rule: k = max(1, round(density * n)) of n >= 1 entries, 0 of none.
+int64_t topk_kept(int64_t n, double density);
 
 // "fp32 | fp16 | bf16 | int8 | fp4 (= fp4-e3m0) | fp4-e2m1 | topk": every
 // codec, each shorthand with the name it stands for (help strings).
 std::string codec_choices();
-// The codecs that keep every entry's position (no topk), shorthands only:
+// The codecs that keep every entry's position (not sparse), shorthands only:
 // for payloads whose entries the receivers must already know (SPARTA's).
 std::string dense_codec_choices();
 

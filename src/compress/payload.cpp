@@ -9,8 +9,8 @@ namespace atl {
 
 PayloadCodec::PayloadCodec(const std::string& name, const CodecConfig& cfg, std::vector<int64_t> tensors)
     : name_(name) {
-  if (name == "fp32") return;
-  sparse_ = name == "topk";
+  if (codec_is_uncompressed(name)) return;
+  sparse_ = codec_is_sparse(name);
   if (!sparse_ || cfg.topk_scope != "tensor") tensors.clear();
   auto codec = make_codec(name, cfg.block, cfg.topk_density, /*index_bytes=*/4, std::move(tensors));
   requantize_ = cfg.requantize_result && !sparse_;

@@ -4,7 +4,7 @@
 // Every worker encodes its payload and keeps what the receivers would decode;
 // the reduction then runs in full precision on the decoded values, and the
 // ledger and network model charge the encoded size (ALGORITHMS.md 8.5, 10).
-// "fp32" means uncompressed: the payload travels in its own dtype.
+// An uncompressed codec (fp32) sends the payload as it is, in its own dtype.
 //
 // Dense codecs (fp16, bf16, int8, fp4) keep the all-reduce: the encoded size
 // is what each hop of a ring carries. A real low-precision ring also carries
@@ -17,10 +17,10 @@
 // rounding is the part every ring has. Bytes do not change (the ledger already
 // charges every hop at the encoded size).
 //
-// topk cannot keep the all-reduce: different workers keep different entries,
-// so a sparse payload is all-gathered as (int32 index, fp32 value) pairs and
-// summed in rank order, and the ledger counts what that all-gather moves,
-// (N - 1) * S per worker. No reduced result travels, so there is nothing to
+// A sparse codec (topk) cannot keep the all-reduce: different workers keep
+// different entries, so a sparse payload is all-gathered as (int32 index,
+// fp32 value) pairs and summed in rank order, and the ledger counts what that
+// all-gather moves, (N - 1) * S per worker. No reduced result travels, so there is nothing to
 // re-quantize: each receiver sums exact fp32 values. (A sparse ring all-reduce
 // would see its partial sums densify hop by hop; re-sparsifying them would
 // change the algorithm, not model its precision, so we do not.)

@@ -2,7 +2,7 @@
 // struct member (whose initialiser is the default) and its help line. TOML
 // parsing, --flags, --help, unknown-key errors and to_toml() all walk it.
 // A help line names another area's list of choices by a placeholder
-// ({strategies}, {codecs}, {dense codecs}, {devices}) that describe_fields()
+// ({strategies}, {codecs}, {devices}, {collective algorithms}, ...) that describe_fields()
 // (src/setup/help.cpp) fills from that area's table: config knows none of them.
 #include "atoll/config.h"
 #include "util/format.h"
@@ -232,7 +232,8 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("network.bandwidth", c.network.bandwidth, "per-link bandwidth beta, e.g. 100Mbit/s, 25GB/s"),
       field("network.latency", c.network.latency, "per-message latency alpha, e.g. 30ms"),
       field("network.jitter", c.network.jitter, "extra latency drawn uniformly in [0, jitter)"),
-      field("network.algorithm", c.network.algorithm, "ring | tree | ps: all-reduce algorithm"),
+      field("network.algorithm", c.network.algorithm,
+            "{collective algorithms}: all-reduce algorithm ({collective algorithm help})"),
       field("network.server_bandwidth", c.network.server_bandwidth,
             "ps only: the server's bandwidth (\"\" = network.bandwidth)"),
       field("network.worker_bandwidth", c.network.worker_bandwidth,
@@ -263,8 +264,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("islands.devices", c.islands.devices,
             "D: devices per island, data-parallel every step; the strategy runs between islands (0 = strategy.workers / islands.count; both 0 = 1 device per island)"),
       field("islands.exchange", c.islands.exchange,
-            "flat | leader | sharded: a cross-island payload goes over one ring of every device, through the "
-            "island leaders (1-to-N), or in D shards over each device's own wide-area link"),
+            "{island exchanges}: how a cross-island payload travels ({island exchange help})"),
       field("faults.absent", c.faults.absent,
             "workers away for step windows, 'worker@from-to' list (to empty = the end); pseudo-gradient methods"),
       field("faults.drop_prob", c.faults.drop_prob,

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "atoll/net.h"
+#include "compress/codec_names.h"
+#include "net/island_exchanges.h"
 
 namespace atl {
 namespace {
@@ -130,8 +132,23 @@ void check_query(const CostQuery& q) {
   if (!(q.intra_latency >= 0) || !std::isfinite(q.intra_latency)) {
     problems.push_back("intra-island latency must be >= 0 s");
   }
-  if (q.exchange != "all" && q.exchange != "flat" && q.exchange != "leader" && q.exchange != "sharded") {
-    problems.push_back("unknown exchange '" + q.exchange + "'; expected one of flat|leader|sharded|all");
+  std::vector<std::string> exchanges = island_exchange_names();
+  exchanges.push_back("all");
+  if (std::find(exchanges.begin(), exchanges.end(), q.exchange) == exchanges.end()) {
+    std::string choices;
+    for (const std::string& x : exchanges) choices += (choices.empty() ? "" : "|") + x;
+    problems.push_back("unknown exchange '" + q.exchange + "'; expected one of " + choices);
+  }
+  if (!q.codec.empty()) {
+    if (!find_codec(q.codec)) {
+      problems.push_back("unknown codec '" + q.codec + "'; expected one of " + codec_choices());
+    } else if (q.params > 1e18) {  // counted in int64 elements
+      problems.push_back("params must be <= 1e18 with a codec");
+    } else {
+      std::vector<std::string> codec_problems;
+      validate_codec_section(q.codec_settings, codec_problems);
+      problems.insert(problems.end(), codec_problems.begin(), codec_problems.end());
+    }
   }
   if (problems.empty()) return;
   std::string msg = "cost:";
@@ -140,14 +157,32 @@ void check_query(const CostQuery& q) {
   throw std::invalid_argument(msg);
 }
 
-// One sync (an all-reduce of `payload` bytes per device) on `net`, and
-// `syncs` of them in a run with `compute` seconds of compute.
-IslandCostRow island_row(const std::string& name, const IslandNetwork& net, double payload, double syncs,
-                         double compute) {
+// Bytes of a payload of `elements` values: the codec's exact encoded size
+// (values, block scales, indices), or bytes_per_element each.
+double payload_bytes(const CostQuery& q, double elements) {
+  if (q.codec.empty()) return elements * q.bytes_per_element;
+  CodecSizing sizing;
+  sizing.block = q.codec_settings.block;
+  sizing.topk_density = q.codec_settings.topk_density;
+  return codec_encoded_bytes(q.codec, static_cast<int64_t>(std::llround(elements)), sizing);
+}
+
+// How a sync's payload travels: a sparse codec's payloads hold different
+// positions per worker, so they are all-gathered (compress/payload.h).
+CommOp sync_op(const CostQuery& q) {
+  return !q.codec.empty() && codec_is_sparse(q.codec) ? CommOp::AllGather : CommOp::AllReduce;
+}
+
+// One sync (`op` of `payload` bytes per device) on `net`, and `syncs` of
+// them in a run with `compute` seconds of compute.
+IslandCostRow island_row(const std::string& name, const IslandNetwork& net, CommOp op, double payload,
+                         double syncs, double compute) {
   IslandCostRow row;
   row.name = name;
+  // All-gather: every other island's payload reaches this one.
+  const double others = op == CommOp::AllGather ? static_cast<double>(net.islands() - 1) * payload : 0.0;
   for (int64_t d = 0; d < net.devices(); ++d) {
-    const OpCharge c = net.charge(CommOp::AllReduce, payload, payload, 0, d, false, {}, 0);
+    const OpCharge c = net.charge(op, payload, payload, others, d, false, {}, 0);
     row.sync_seconds = c.seconds;  // the same for every device
     row.sync_intra_seconds = c.intra_seconds;
     row.wan_bytes_per_island += c.sent;
@@ -168,16 +203,17 @@ void estimate_islands(const CostQuery& q, double model_bytes, double compute, Co
   const std::vector<Link> wan_links(static_cast<std::size_t>(q.islands), Link{q.bandwidth, q.latency});
   const NetworkModel wan(wan_links, q.algo, q.bandwidth, 0.0, 0);
   const Link intra{q.intra_bandwidth, q.intra_latency};
-  for (IslandExchange ex : {IslandExchange::Flat, IslandExchange::Leader, IslandExchange::Sharded}) {
-    const IslandNetwork net(wan, intra, q.devices, ex, q.shared_uplink);
-    IslandCostRow row = island_row(to_string(ex), net, r.sync_payload_bytes, r.syncs, compute);
+  const CommOp op = sync_op(q);
+  for (const IslandExchangeInfo& ex : island_exchanges()) {
+    const IslandNetwork net(wan, intra, q.devices, ex.exchange, q.shared_uplink);
+    IslandCostRow row = island_row(ex.name, net, op, r.sync_payload_bytes, r.syncs, compute);
     row.chosen = q.exchange == "all" || q.exchange == row.name;
     r.exchanges.push_back(row);
   }
   // DDP: the gradient (P*b bytes) every step, one ring over all I*D devices.
   const IslandNetwork flat(wan, intra, q.devices, IslandExchange::Flat, q.shared_uplink);
-  r.ddp = island_row("ddp", flat, model_bytes, static_cast<double>(q.steps), compute);
-  // The flat exchange is today's single-level figure for N = I*D workers.
+  r.ddp = island_row("ddp", flat, op, model_bytes, static_cast<double>(q.steps), compute);
+  // The flat exchange (the table's first) is the single-level figure for N = I*D workers.
   const IslandCostRow& f = r.exchanges.front();
   r.sync_bytes_sent = f.wan_bytes_per_island / static_cast<double>(q.devices);
   r.sync_seconds = f.sync_seconds;
@@ -192,16 +228,19 @@ void estimate_islands(const CostQuery& q, double model_bytes, double compute, Co
 
 }  // namespace
 
+std::string cost_codec_choices() { return codec_choices(); }
+
 CostReport estimate_cost(const CostQuery& q) {
   check_query(q);
   CostReport r;
-  const double model_bytes = q.params * q.bytes_per_element;
+  const double model_bytes = payload_bytes(q, q.params);
+  r.model_bytes = model_bytes;
   r.one_copy_seconds = model_bytes / q.bandwidth;
 
   // ALGORITHMS.md 7.1: DDP sends gradients every step; Local SGD and DiLoCo
   // send P values every H steps; SPARTA sends p*P values every step.
   if (q.strategy == "sparta") {
-    r.sync_payload_bytes = q.sparta_p * model_bytes;
+    r.sync_payload_bytes = q.codec.empty() ? q.sparta_p * model_bytes : payload_bytes(q, q.sparta_p * q.params);
     r.syncs = static_cast<double>(q.steps);
   } else if (is_periodic(q.strategy)) {
     r.sync_payload_bytes = model_bytes;
@@ -215,11 +254,11 @@ CostReport estimate_cost(const CostQuery& q) {
   if (q.islands > 0) {
     estimate_islands(q, model_bytes, compute, r);
   } else {
-    r.sync_bytes_sent =
-        bytes_for(CommOp::AllReduce, q.algo, r.sync_payload_bytes, q.workers, false).sent;
+    const CommOp op = sync_op(q);
+    r.sync_bytes_sent = bytes_for(op, q.algo, r.sync_payload_bytes, q.workers, false).sent;
     const std::vector<Link> links(static_cast<std::size_t>(q.workers), Link{q.bandwidth, q.latency});
     const NetworkModel net(links, q.algo, q.bandwidth, 0.0, 0);
-    r.sync_seconds = net.collective_seconds(CommOp::AllReduce, r.sync_payload_bytes, 0);
+    r.sync_seconds = net.collective_seconds(op, r.sync_payload_bytes, 0);
   }
 
   r.run_bytes_sent = r.syncs * r.sync_bytes_sent;
@@ -231,14 +270,44 @@ CostReport estimate_cost(const CostQuery& q) {
 
 namespace {
 
+// "7B parameters x 2 bytes/element", or with a codec
+// "7B parameters as int8 (1.031 bytes/element)".
+std::string values_text(const CostQuery& q, const CostReport& r) {
+  if (q.codec.empty()) {
+    return format_count(q.params) + " parameters x " + fmt("%g", q.bytes_per_element) + " bytes/element";
+  }
+  const double per_value = q.params > 0 ? r.model_bytes / q.params : 0.0;
+  return format_count(q.params) + " parameters as " + q.codec + fmt(" (%.4g bytes/element)", per_value);
+}
+
+// "ring all-reduce", or "all-gather" for a sparse codec's payloads.
+std::string sync_text(const CostQuery& q) {
+  return sync_op(q) == CommOp::AllGather ? std::string("all-gather") : to_string(q.algo) + " all-reduce";
+}
+
+// How `exchange` moves a sync among I islands of D devices (n = I*D).
+std::string exchange_note(IslandExchange exchange, long long islands, long long devices, long long n) {
+  switch (exchange) {
+    case IslandExchange::Flat:
+      return fmt("one ring over all %lld devices, every hop on the wide-area links", n);
+    case IslandExchange::Leader:
+      return fmt("reduce to device 0 (tree), the %lld leaders all-reduce, broadcast in the island (tree)", islands);
+    case IslandExchange::Sharded:
+      return fmt("reduce-scatter in the island, each device all-reduces 1/%lld over its own wide-area link, "
+                 "all-gather in the island",
+                 devices);
+  }
+  return to_string(exchange);
+}
+
 // format_cost with islands: one sync under each exchange next to DDP over
 // all I*D devices, then the run under the chosen exchanges.
 std::string format_island_cost(const CostQuery& q, const CostReport& r, const std::string& strategy) {
   const long long islands = q.islands, devices = q.devices, n = q.islands * q.devices;
-  const std::string algo = to_string(q.algo) + " all-reduce";
+  const std::string algo = sync_text(q);
   std::string out;
-  out += "inputs: " + format_count(q.params) + " parameters x " + fmt("%g", q.bytes_per_element) +
-         " bytes/element, strategy " + strategy + fmt(", %lld steps", static_cast<long long>(q.steps)) +
+  out += "inputs: " + values_text(q, r) + ", strategy " + strategy +
+         fmt(", %lld steps", static_cast<long long>(q.steps)) +
          " x " + format_seconds(q.step_seconds) + " compute\n";
   out += fmt("network: %lld island%s x %lld device%s = %lld device%s; wide-area ", islands, islands == 1 ? "" : "s",
              devices, devices == 1 ? "" : "s", n, n == 1 ? "" : "s") +
@@ -248,11 +317,11 @@ std::string format_island_cost(const CostQuery& q, const CostReport& r, const st
          "; inside an island " + format_bandwidth(q.intra_bandwidth) +
          fmt(" per link, latency %g ms\n", q.intra_latency * 1e3);
   out += "one copy through one wide-area link: " + format_seconds(r.one_copy_seconds) + ", " +
-         format_bytes(q.params * q.bytes_per_element) + "\n";
+         format_bytes(r.model_bytes) + "\n";
 
   out += "one sync (" + algo + " of " + format_bytes(r.sync_payload_bytes) +
-         fmt(" per device across the %lld islands; ddp: of the ", islands) +
-         format_bytes(q.params * q.bytes_per_element) + fmt(" gradient over all %lld devices):\n", n);
+         fmt(" per device across the %lld islands; ddp: of the ", islands) + format_bytes(r.model_bytes) +
+         fmt(" gradient over all %lld devices):\n", n);
   std::vector<std::vector<std::string>> rows = {
       {"exchange", "one sync", "in island", "WAN sent per island", "busiest WAN link", "sent in island"}};
   auto sync_cells = [](const std::string& label, const IslandCostRow& row) {
@@ -266,12 +335,8 @@ std::string format_island_cost(const CostQuery& q, const CostReport& r, const st
   for (const IslandCostRow& row : r.exchanges) rows.push_back(sync_cells(row.name, row));
   rows.push_back(sync_cells("ddp (flat, every step)", r.ddp));
   out += format_table(rows);
-  out += fmt("  flat: one ring over all %lld devices, every hop on the wide-area links\n", n);
-  out += fmt("  leader: reduce to device 0 (tree), the %lld leaders all-reduce, broadcast in the island (tree)\n",
-             islands);
-  out += fmt("  sharded: reduce-scatter in the island, each device all-reduces 1/%lld over its own wide-area link, "
-             "all-gather in the island\n",
-             devices);
+  for (const IslandExchangeInfo& ex : island_exchanges())
+    out += "  " + std::string(ex.name) + ": " + exchange_note(ex.exchange, islands, devices, n) + "\n";
 
   out += fmt("syncs in run: %.0f (ddp: %.0f)\n", r.syncs, r.ddp.syncs);
   out += "run, communication blocking compute:\n";
@@ -310,18 +375,15 @@ std::string format_cost(const CostQuery& q, const CostReport& r) {
     strategy += " (every step)";
   }
   if (q.islands > 0) return format_island_cost(q, r, strategy);
-  const std::string algo = to_string(q.algo) + " all-reduce";
+  const std::string algo = sync_text(q);
   const double compute = static_cast<double>(q.steps) * q.step_seconds;
 
   std::string out;
-  out += "inputs: " + format_count(q.params) + " parameters x " +
-         fmt("%g", q.bytes_per_element) + " bytes/element, " +
-         fmt("%lld", static_cast<long long>(q.workers)) + " workers, " +
+  out += "inputs: " + values_text(q, r) + ", " + fmt("%lld", static_cast<long long>(q.workers)) + " workers, " +
          format_bandwidth(q.bandwidth) + fmt(" per link, latency %g ms, ", q.latency * 1e3) + algo +
          ", strategy " + strategy + fmt(", %lld steps", static_cast<long long>(q.steps)) + " x " +
          format_seconds(q.step_seconds) + " compute\n";
-  out += "one copy through one link: " + format_seconds(r.one_copy_seconds) + ", " +
-         format_bytes(q.params * q.bytes_per_element) + "\n";
+  out += "one copy through one link: " + format_seconds(r.one_copy_seconds) + ", " + format_bytes(r.model_bytes) + "\n";
   out += "one sync (" + algo + fmt(", N=%lld): ", static_cast<long long>(q.workers)) +
          format_seconds(r.sync_seconds) + ", payload " + format_bytes(r.sync_payload_bytes) +
          ", sent per worker " + format_bytes(r.sync_bytes_sent) + "\n";

@@ -40,7 +40,7 @@ NetworkModel intra_network(const Config& cfg, uint64_t seed) {
   NetworkConfig in;
   in.bandwidth = cfg.network.intra_bandwidth;
   in.latency = cfg.network.intra_latency;
-  in.algorithm = "ring";
+  in.algorithm = to_string(CollectiveAlgo::Ring);
   in.jitter = "0ms";
   try {
     // Its own jitter stream would differ from the wide-area one; it has none.

@@ -100,22 +100,6 @@ double tree_children(int64_t j, int64_t d) {
 
 }  // namespace
 
-IslandExchange parse_exchange(const std::string& name) {
-  if (name == "flat") return IslandExchange::Flat;
-  if (name == "leader") return IslandExchange::Leader;
-  if (name == "sharded") return IslandExchange::Sharded;
-  throw std::invalid_argument("islands.exchange '" + name + "': expected one of flat | leader | sharded");
-}
-
-std::string to_string(IslandExchange exchange) {
-  switch (exchange) {
-    case IslandExchange::Flat: return "flat";
-    case IslandExchange::Leader: return "leader";
-    case IslandExchange::Sharded: return "sharded";
-  }
-  return "unknown";
-}
-
 IslandNetwork::IslandNetwork(NetworkModel wan, Link intra, int64_t devices, IslandExchange exchange,
                              bool shared_uplink)
     : wan_(std::move(wan)),

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "atoll/net.h"
+#include "net/collective_algorithms.h"
 #include "net/rounds.h"
 #include "util/rng.h"
 
@@ -36,13 +37,7 @@ ByteCount bytes_for(CommOp op, CollectiveAlgo algo, double payload, int64_t worl
   const double s = payload;
   switch (op) {
     case CommOp::AllReduce:
-      if (algo == CollectiveAlgo::ParameterServer) {
-        c.sent = s;  // worker -> server
-        c.received = s;  // server -> worker
-      } else {
-        // Ring and recursive halving/doubling move the same volume.
-        c.sent = c.received = 2.0 * (n - 1.0) / n * s;
-      }
+      c = collective_algorithm(algo).all_reduce_bytes(n, s);
       break;
     case CommOp::AllGather:
       c.sent = c.received = (n - 1.0) * s;
@@ -140,20 +135,13 @@ double NetworkModel::op_seconds_for(CommOp op, double payload, const std::vector
   double t = 0;
   switch (op) {
     case CommOp::AllReduce: {
-      const double transfer = 2.0 * (nd - 1.0) / nd * s / beta;
-      switch (algo_) {
-        case CollectiveAlgo::Ring:
-          t = 2.0 * (nd - 1.0) * alpha + transfer;
-          break;
-        case CollectiveAlgo::Tree:
-          t = 2.0 * rounds * alpha + transfer;
-          break;
-        case CollectiveAlgo::ParameterServer: {
-          const double server = server_bandwidth_ > 0 ? server_bandwidth_ : beta;
-          t = 2.0 * alpha + 2.0 * std::max(s / beta, nd * s / server);
-          break;
-        }
-      }
+      AllReduceShape shape;
+      shape.n = n;
+      shape.payload = s;
+      shape.alpha = alpha;
+      shape.beta = beta;
+      shape.server_bandwidth = server_bandwidth_;
+      t = collective_algorithm(algo_).all_reduce_seconds(shape);
       break;
     }
     case CommOp::AllGather:

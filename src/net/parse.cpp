@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "atoll/net.h"
+#include "net/collective_algorithms.h"
 
 namespace atl {
 namespace {
@@ -178,11 +179,13 @@ std::vector<double> parse_number_list(const std::string& text, double fallback) 
 }
 
 CollectiveAlgo parse_algorithm(const std::string& name) {
-  if (name == "ring") return CollectiveAlgo::Ring;
-  if (name == "tree") return CollectiveAlgo::Tree;
-  if (name == "ps" || name == "parameter-server") return CollectiveAlgo::ParameterServer;
-  throw std::invalid_argument("all-reduce algorithm '" + name +
-                              "': expected one of ring, tree, ps (or parameter-server)");
+  for (const CollectiveAlgorithm& a : collective_algorithms()) {
+    if (name == a.name) return a.algo;
+    for (const std::string& alias : a.aliases)
+      if (name == alias) return a.algo;
+  }
+  throw std::invalid_argument("all-reduce algorithm '" + name + "': expected one of " +
+                              collective_algorithm_choices());
 }
 
 std::string to_string(CommOp op) {
@@ -198,14 +201,7 @@ std::string to_string(CommOp op) {
   return "unknown";
 }
 
-std::string to_string(CollectiveAlgo algo) {
-  switch (algo) {
-    case CollectiveAlgo::Ring: return "ring";
-    case CollectiveAlgo::Tree: return "tree";
-    case CollectiveAlgo::ParameterServer: return "ps";
-  }
-  return "unknown";
-}
+std::string to_string(CollectiveAlgo algo) { return collective_algorithm(algo).name; }
 
 NetworkModel NetworkModel::from_config(const NetworkConfig& cfg, int64_t workers, uint64_t seed) {
   if (workers < 1) {

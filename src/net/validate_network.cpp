@@ -6,14 +6,16 @@
 
 #include "atoll/net.h"
 #include "config/checks.h"
+#include "net/collective_algorithms.h"
 #include "net/devices.h"
+#include "net/island_exchanges.h"
 #include "net/validate_network.h"
 
 namespace atl {
 
 void validate_network(const Config& c, std::vector<std::string>& e) {
   Problems p(e);
-  p.enum_check("network.algorithm", c.network.algorithm, {"ring", "tree", "ps", "parameter-server"});
+  p.enum_check("network.algorithm", c.network.algorithm, collective_algorithm_spellings());
   p.enum_check("network.compute_time", c.network.compute_time, {"flops", "measured"});
   p.need(c.network.device_flops >= 0, "network.device_flops must be >= 0 (0 = network.device's rate)");
   p.need(c.network.device_flops > 0 || find_compute_device(c.network.device) != nullptr,
@@ -47,7 +49,7 @@ void validate_islands(const Config& c, std::vector<std::string>& e) {
   const int64_t n = c.strategy.workers;
   p.need(c.islands.count >= 0, "islands.count must be >= 0 (0 = strategy.workers / islands.devices)");
   p.need(c.islands.devices >= 0, "islands.devices must be >= 0 (0 = strategy.workers / islands.count)");
-  p.enum_check("islands.exchange", c.islands.exchange, {"flat", "leader", "sharded"});
+  p.enum_check("islands.exchange", c.islands.exchange, island_exchange_names());
   p.enum_check("network.island_uplink", c.network.island_uplink, {"per_device", "shared"});
   // An out-of-range strategy.workers is reported by the strategy's checks;
   // building a link per island of a billion workers here would not return

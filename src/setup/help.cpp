@@ -8,7 +8,9 @@
 
 #include "atoll/setup.h"
 #include "compress/codec_names.h"
+#include "net/collective_algorithms.h"
 #include "net/devices.h"
+#include "net/island_exchanges.h"
 #include "strategy/table.h"
 
 namespace atl {
@@ -20,6 +22,10 @@ std::string with_choices(std::string help) {
       {"{codecs}", codec_choices()},
       {"{dense codecs}", dense_codec_choices()},
       {"{devices}", compute_device_names()},
+      {"{collective algorithms}", collective_algorithm_choices()},
+      {"{collective algorithm help}", collective_algorithm_help()},
+      {"{island exchanges}", island_exchange_choices()},
+      {"{island exchange help}", island_exchange_help()},
   };
   for (const auto& [placeholder, choices] : lists)
     for (size_t at = help.find(placeholder); at != std::string::npos;

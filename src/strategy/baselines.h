@@ -24,8 +24,6 @@
 
 namespace atl {
 
-// strategy.name = single needs strategy.workers = 1 (baselines_config.cpp).
-void validate_single(const Config& cfg, std::vector<std::string>& errors);
 // [ddp]'s bucket caps (checked whichever method runs: the DDP warm-ups use them too).
 void validate_ddp(const Config& cfg, std::vector<std::string>& errors);
 

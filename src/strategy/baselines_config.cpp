@@ -5,12 +5,6 @@
 
 namespace atl {
 
-void validate_single(const Config& c, std::vector<std::string>& errors) {
-  Problems(errors).need(
-      c.strategy.name != "single" || c.strategy.workers == 1,
-      "strategy.name = 'single' trains one worker: set strategy.workers = 1 or pick another strategy");
-}
-
 void validate_ddp(const Config& c, std::vector<std::string>& errors) {
   Problems p(errors);
   // Finite too: a cap is turned into a byte count.

@@ -79,6 +79,9 @@ void validate_strategy(const Config& c, std::vector<std::string>& e) {
   Problems p(e);
   p.enum_check("strategy.name", c.strategy.name, names_with(0));
   p.need(c.strategy.workers >= 1 && c.strategy.workers <= kMaxWorkers, "strategy.workers must be in [1, " + std::to_string(kMaxWorkers) + "]");
+  p.need(!has(c.strategy.name, kOneWorker) || c.strategy.workers == 1,
+         "strategy.name = '" + c.strategy.name +
+             "' trains one worker: set strategy.workers = 1 or pick another strategy");
   p.enum_check("strategy.eval_model", c.strategy.eval_model, {"auto", "global", "average", "worker0"});
   p.need(c.strategy.eval_model != "global" || has(c.strategy.name, kGlobalModel),
          "strategy.eval_model = 'global' needs a method with a global model (" +
@@ -117,8 +120,11 @@ void validate_strategy(const Config& c, std::vector<std::string>& e) {
          "pseudo-gradient syncs: use them with strategy.name = " +
              join_choices(names_with(kOuterSync)) + " (not '" + c.strategy.name + "')");
   // The list predates fp4-e2m1 (also dense); the text is kept as it was.
-  p.need(!sync_faults || c.diloco.codec != "topk",
-         "faults and robust aggregation need a dense diloco.codec (fp32 | fp16 | bf16 | int8 | fp4), not topk");
+  // An unknown codec is reported by its own key's check above.
+  const CodecInfo* diloco_codec = find_codec(c.diloco.codec);
+  p.need(!sync_faults || !diloco_codec || !diloco_codec->sparse,
+         "faults and robust aggregation need a dense diloco.codec (fp32 | fp16 | bf16 | int8 | fp4), not " +
+             c.diloco.codec);
   p.need(c.faults.absent.empty() || has(c.strategy.name, kAbsence),
          "faults.absent needs strategy.name = " + join_choices(names_with(kAbsence)) +
              " (a SPARTA exchange would mix an absent worker's stale values)");

@@ -20,6 +20,7 @@ enum MethodTrait : unsigned {
   kOuterSync = 1u << 1,    // combines pseudo-gradients at outer syncs: [faults] and robust aggregation apply
   kAbsence = 1u << 2,      // a worker can be away and rejoin (faults.absent)
   kAnyTopology = 1u << 3,  // strategy.topology = ring | gossip as well as global
+  kOneWorker = 1u << 4,    // trains one worker alone (strategy.workers = 1): the local baseline
 };
 
 // A method's own rules on the config: appends one message per problem.
