@@ -1,5 +1,5 @@
-// The train command's terminal lines: progress, and the summary when the
-// run ends.
+// The train command's terminal lines: the model line at start, progress,
+// and the summary when the run ends.
 #include "train_output.h"
 
 #include <unistd.h>
@@ -76,6 +76,12 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
       std::printf("%s\n", line);
       std::fflush(stdout);
     }
+  };
+  // The model line: its parameters and the training FLOPs the run charges,
+  // with where they come from (counted for a TorchScript module).
+  hooks.start = [](const atl::StartInfo& s) {
+    std::printf("%s\n", s.summary.c_str());
+    std::fflush(stdout);
   };
   return hooks;
 }

@@ -1,6 +1,6 @@
-// The train command's terminal lines (simulated and real runs): a live
-// progress line (plain lines when stdout is not a terminal), and the
-// summary when the run ends or stops.
+// The train command's terminal lines (simulated and real runs): the model
+// line at start, a live progress line (plain lines when stdout is not a
+// terminal), and the summary when the run ends or stops.
 #pragma once
 
 #include "atoll/config.h"

@@ -116,6 +116,8 @@ class TorchScriptModel final : public Model {
     return at::stack(each);
   }
 
+  // 0 unless model.flops_per_sample gives them: a module cannot say how many
+  // FLOPs it runs, so model_training_flops() (flop_count.h) counts them.
   double flops_per_token() const override { return cfg_.flops_per_sample / double(tokens_per_example_); }
   int64_t tokens_per_example() const override { return tokens_per_example_; }
   std::vector<std::pair<std::string, std::string>> parameter_aliases() const override { return aliases_; }
