@@ -14,6 +14,7 @@
 
 #include "atoll/config.h"
 #include "atoll/data.h"
+#include "atoll/export.h"
 #include "atoll/launch.h"
 #include "atoll/model.h"
 #include "atoll/train.h"
@@ -91,6 +92,28 @@ TEST(TorchScriptModel, AnMlpWithTheBuiltInWeightsFollowsTheBuiltInMlpFor20Steps)
     EXPECT_EQ(a.sim_seconds, b.sim_seconds) << strategy << ": the same modelled clock";
     EXPECT_EQ(a.bytes_sent_per_worker, b.bytes_sent_per_worker) << strategy;
   }
+}
+
+// atoll sample needs the tokenizer of a text data folder: classifier runs
+// on npy images, built-in or TorchScript, are refused saying why.
+TEST(TorchScriptModel, SamplingAClassifierRunIsRefusedSayingWhy) {
+  testing::TempDir tmp;
+  const std::string data = image_npy_dir(tmp);
+  Config builtin = image_config(data, "single", tmp.str());
+  builtin.strategy.workers = 1;
+  builtin.train.steps = 5;
+  builtin.run.name = "builtin";
+  auto mlp = make_model(builtin.model, 0, static_cast<uint64_t>(builtin.run.seed));
+  save_mlp_module(*mlp, tmp.path("mlp.pt"));
+  Config scripted = builtin;
+  scripted.model.kind = "torchscript";
+  scripted.model.path = tmp.path("mlp.pt");
+  scripted.run.name = "scripted";
+  const RunSummary a = train(builtin), b = train(scripted);
+  const std::string said_builtin = testing::invalid_argument_message([&] { sample_run(a.run_dir, {}); });
+  EXPECT_NE(said_builtin.find("built-in 'mlp' image classifier"), std::string::npos) << said_builtin;
+  const std::string said_scripted = testing::invalid_argument_message([&] { sample_run(b.run_dir, {}); });
+  EXPECT_NE(said_scripted.find("data.dataset = npy, which has none"), std::string::npos) << said_scripted;
 }
 
 // A TorchScript language model on the tiny text.

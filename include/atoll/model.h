@@ -36,8 +36,9 @@ class Model : public torch::nn::Module {
   // Tokens (or images) in one example: block_size for GPT, 1 for MNIST.
   virtual int64_t tokens_per_example() const = 0;
   int64_t num_params() const;
-  // Language models (the built-in GPT): logits (B, T, V) of the token after
-  // each position of x (B, T), for `atoll sample`. Others throw.
+  // Language models (the built-in GPT, a TorchScript module whose
+  // forward(inputs) gives logits): logits (B, T, V) of the token after each
+  // position of x (B, T), for `atoll sample`. Others throw, saying why.
   virtual at::Tensor next_token_logits(const at::Tensor& x);
   // Parameters the model holds under more than one name (a TorchScript
   // module's head tied to its embedding): (alias, name in
