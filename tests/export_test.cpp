@@ -14,8 +14,10 @@
 #include "model/gpt_names.h"
 #include "model/sample.h"
 #include "model/safetensors.h"
+#include "model/torchscript.h"
 #include "test_util.h"
 #include "tiny_data.h"
+#include "torchscript_modules.h"
 #include "train/data_source.h"
 #include "train/evaluation.h"
 
@@ -145,6 +147,80 @@ TEST(Sample, TheSameSeedGivesTheSameTextAndTemperatureZeroTheMostLikelyTokens) {
   EXPECT_EQ(sample_tokens(*run.model, {1, 2, 3}, top1), ids);
   o.prompt = "\xe2\x82\xac";  // a character the vocabulary lacks
   EXPECT_THROW(sample_run(s.run_dir, o), std::invalid_argument);
+}
+
+// A TorchScript module whose forward(inputs) gives logits (B, T, V)
+// samples as the built-in GPT does, with the run's tokenizer.
+TEST(Sample, ATorchScriptLanguageModelSamplesTextWithTheRunsTokenizer) {
+  testing::TempDir tmp;
+  Config cfg = tiny_config("single", 1);
+  TokenModuleOptions o;
+  o.vocab = load_token_data(tiny_text_dir()).vocab_size;
+  cfg.model.kind = "torchscript";
+  cfg.model.path = tmp.path("lm.pt");
+  save_token_module(cfg.model.path, o);
+  cfg.run.out_dir = tmp.str();
+  cfg.run.name = "lm";
+  const RunSummary s = train(cfg);
+  TextSampleOptions opts;
+  opts.prompt = "the ";
+  opts.tokens = 30;
+  const std::string a = sample_run(s.run_dir, opts);
+  EXPECT_EQ(a, sample_run(s.run_dir, opts));
+  EXPECT_EQ(a.substr(0, 4), "the ");
+  EXPECT_EQ(a.size(), 34u);  // one byte per character in this vocabulary
+  opts.seed = 2;
+  EXPECT_NE(sample_run(s.run_dir, opts), a);
+  // The logits sampled from are the trained module's: their cross-entropy
+  // is the loss the model reports for the same tokens.
+  const RunModel run = load_run_model(s.run_dir);
+  at::NoGradGuard no_grad;
+  const at::Tensor x = at::randint(o.vocab, {2, 16}, at::kLong), y = at::randint(o.vocab, {2, 16}, at::kLong);
+  const at::Tensor logits = run.model->next_token_logits(x);
+  ASSERT_EQ(logits.sizes(), (std::vector<int64_t>{2, 16, o.vocab}));
+  EXPECT_EQ(at::cross_entropy_loss(logits.reshape({-1, o.vocab}), y.reshape({-1})).item<double>(),
+            run.model->loss(x, y).item<double>());
+  // Greedy decoding takes their argmax at the last position.
+  SampleOptions greedy;
+  greedy.temperature = 0;
+  greedy.tokens = 1;
+  greedy.block_size = cfg.model.block_size;
+  const std::vector<int32_t> ids = sample_tokens(*run.model, {1, 2, 3}, greedy);
+  const at::Tensor prompt = at::tensor(std::vector<int64_t>{1, 2, 3}).view({1, 3});
+  EXPECT_EQ(ids.back(), run.model->next_token_logits(prompt).select(1, 2).argmax().item<int64_t>());
+}
+
+// Modules that give no logits over a vocabulary per position are refused
+// naming what atoll sample needs, not with LibTorch's shape error.
+TEST(Sample, TorchScriptModulesThatAreNotLanguageModelsAreRefusedSayingWhy) {
+  testing::TempDir tmp;
+  ModelConfig cfg;
+  cfg.kind = "torchscript";
+  torch::jit::Module classifier("__torch__.TokenClassifier");  // a sentence's class from its tokens: (B, 3)
+  classifier.register_parameter("emb", at::randn({16, 8}), false);
+  classifier.register_parameter("head", at::randn({8, 3}), false);
+  classifier.define(R"(
+def forward(self, x):
+    return torch.matmul(torch.embedding(self.emb, x).mean(1), self.head)
+)");
+  classifier.save(tmp.path("classifier.pt"));
+  TokenModuleOptions own;
+  own.own_loss = true;
+  save_token_module(tmp.path("own_loss.pt"), own);
+  const at::Tensor x = at::randint(16, {1, 5}, at::kLong);
+  for (const auto& [file, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"classifier.pt", "is not a language model: forward(inputs) of token ids [1, 5] Long returned [1, 3] Float"},
+           {"own_loss.pt", "this module's forward(inputs, targets) returns its loss"}}) {
+    cfg.path = tmp.path(file);
+    auto model = make_model(cfg, 0, 1);
+    try {
+      model->next_token_logits(x);
+      ADD_FAILURE() << file << " gave logits";
+    } catch (const TorchScriptError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("atoll sample needs"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

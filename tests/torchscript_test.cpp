@@ -14,6 +14,7 @@
 
 #include "atoll/config.h"
 #include "atoll/data.h"
+#include "atoll/export.h"
 #include "atoll/launch.h"
 #include "atoll/model.h"
 #include "atoll/setup.h"
@@ -94,6 +95,28 @@ TEST(TorchScriptModel, AnMlpWithTheBuiltInWeightsFollowsTheBuiltInMlpFor20Steps)
   }
 }
 
+// atoll sample needs the tokenizer of a text data folder: classifier runs
+// on npy images, built-in or TorchScript, are refused saying why.
+TEST(TorchScriptModel, SamplingAClassifierRunIsRefusedSayingWhy) {
+  testing::TempDir tmp;
+  const std::string data = image_npy_dir(tmp);
+  Config builtin = image_config(data, "single", tmp.str());
+  builtin.strategy.workers = 1;
+  builtin.train.steps = 5;
+  builtin.run.name = "builtin";
+  auto mlp = make_model(builtin.model, 0, static_cast<uint64_t>(builtin.run.seed));
+  save_mlp_module(*mlp, tmp.path("mlp.pt"));
+  Config scripted = builtin;
+  scripted.model.kind = "torchscript";
+  scripted.model.path = tmp.path("mlp.pt");
+  scripted.run.name = "scripted";
+  const RunSummary a = train(builtin), b = train(scripted);
+  const std::string said_builtin = testing::invalid_argument_message([&] { sample_run(a.run_dir, {}); });
+  EXPECT_NE(said_builtin.find("built-in 'mlp' image classifier"), std::string::npos) << said_builtin;
+  const std::string said_scripted = testing::invalid_argument_message([&] { sample_run(b.run_dir, {}); });
+  EXPECT_NE(said_scripted.find("data.dataset = npy, which has none"), std::string::npos) << said_scripted;
+}
+
 // A TorchScript language model on the tiny text.
 Config token_config(const testing::TempDir& tmp, const std::string& strategy, const TokenModuleOptions& m = {}) {
   Config cfg = tiny_config(strategy, 3);
@@ -103,7 +126,7 @@ Config token_config(const testing::TempDir& tmp, const std::string& strategy, co
   if (!fs::exists(path)) save_token_module(path, o);
   cfg.model.kind = "torchscript";
   cfg.model.path = path;
-  cfg.model.flops_per_sample = 6.0 * double(2 * o.vocab * o.dim) * 16;
+  cfg.model.flops_per_sample = 0;  // counted when the run starts (every run below, resumes and ranks included)
   cfg.network.compute_time = "flops";
   cfg.run.out_dir = tmp.str();
   return cfg;
@@ -380,14 +403,63 @@ TEST(TorchScriptModel, ModulesThatBreakTheContractAreRefusedWithWhatToChange) {
   } catch (const TorchScriptError& e) {
     EXPECT_NE(std::string(e.what()).find("logits of shape (B, ..., classes)"), std::string::npos) << e.what();
   }
-  // The config asks for the FLOPs of an example when the clock is modelled.
-  Config cfg;
-  cfg.model.kind = "torchscript";
-  cfg.model.path = tmp.path("wrong.pt");
-  const auto errors = validate(cfg);
-  bool said = false;
-  for (const auto& e : errors) said = said || e.find("model.flops_per_sample") != std::string::npos;
-  EXPECT_TRUE(said);
+}
+
+// The modelled clock's FLOPs are counted, so the config needs no
+// model.flops_per_sample; a module in which the count finds no product
+// would be charged no compute, and is refused when the run starts.
+TEST(TorchScriptModel, AModuleWithoutCountableProductsIsRefusedOnTheModelledClockOnly) {
+  testing::TempDir tmp;
+  const int64_t v = load_token_data(tiny_text_dir()).vocab_size;
+  torch::jit::Module m("__torch__.Lookup");  // logits looked up, never multiplied
+  m.register_parameter("table", at::zeros({v, v}), false);
+  m.define("def forward(self, x):\n    return torch.embedding(self.table, x)\n");
+  m.save(tmp.path("lookup.pt"));
+  Config cfg = token_config(tmp, "single");
+  cfg.model.path = tmp.path("lookup.pt");
+  cfg.strategy.workers = 1;
+  cfg.train.steps = 2;
+  cfg.run.name = "flops";
+  EXPECT_TRUE(validate(cfg).empty()) << validate(cfg).front();
+  const std::string said = testing::invalid_argument_message([&] { train(cfg); });
+  EXPECT_NE(said.find("no matrix product, convolution or attention"), std::string::npos) << said;
+  EXPECT_NE(said.find("model.flops_per_sample"), std::string::npos) << said;
+  cfg.run.name = "measured";
+  cfg.network.compute_time = "measured";
+  EXPECT_EQ(train(cfg).steps, 2);
+  cfg.run.name = "given";
+  cfg.network.compute_time = "flops";
+  cfg.model.flops_per_sample = 1e6;
+  EXPECT_EQ(train(cfg).steps, 2);
+}
+
+// Counting is one forward pass of the evaluation model, without autograd,
+// with the random state put back: a run whose FLOPs are counted is the run
+// given the same figure by hand, bitwise, and its clock charges that figure.
+TEST(TorchScriptModel, ARunWithCountedFlopsEqualsTheRunGivenTheCountBitwise) {
+  testing::TempDir tmp;
+  Config cfg = token_config(tmp, "diloco");
+  cfg.run.name = "counted";
+  const RunSummary counted = train(cfg);
+  const nlohmann::json start = events_of(counted).front();
+  ASSERT_EQ(start.at("event"), "start");
+  EXPECT_EQ(start.at("flops_source"), "counted");
+  // The head's (B, T, dim) x (dim, V) product is the module's one product:
+  // 2 x T x dim x V in the forward pass, 3 times that to train.
+  const TokenModuleOptions o;
+  const double v = double(load_token_data(tiny_text_dir()).vocab_size);
+  const double per_example = 3.0 * 2.0 * double(cfg.model.block_size * o.dim) * v;
+  EXPECT_EQ(start.at("flops_per_example").get<double>(), per_example);
+  EXPECT_EQ(start.at("flops_per_token").get<double>(), per_example / double(cfg.model.block_size));
+  cfg.run.name = "given";
+  cfg.model.flops_per_sample = per_example;
+  const RunSummary given = train(cfg);
+  EXPECT_EQ(events_of(given).front().at("flops_source"), "model.flops_per_sample");
+  EXPECT_EQ(series(counted, "train", "loss"), series(given, "train", "loss"));
+  EXPECT_EQ(counted.final_val_loss, given.final_val_loss);
+  EXPECT_EQ(counted.sim_seconds, given.sim_seconds);
+  EXPECT_EQ(testing::read_text(fs::path(counted.run_dir) / "model.safetensors"),
+            testing::read_text(fs::path(given.run_dir) / "model.safetensors"));
 }
 
 TEST(TorchScriptModel, ReinitDrawsMatricesFromTheSeedAndKeepsVectors) {

@@ -1,3 +1,5 @@
+// What a training command prints: the model line at start, the progress
+// line, and the summary when the run ends or stops.
 #include "console.h"
 
 #include <unistd.h>
@@ -70,6 +72,12 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
       std::printf("%s\n", line);
       std::fflush(stdout);
     }
+  };
+  // The model line: its parameters and the training FLOPs the run charges,
+  // with where they come from (counted for a TorchScript module).
+  hooks.start = [](const atl::StartInfo& s) {
+    std::printf("%s\n", s.summary.c_str());
+    std::fflush(stdout);
   };
   return hooks;
 }

@@ -1,5 +1,7 @@
-// What a training command prints: the progress line (live on a terminal,
-// every evaluation and every 10% otherwise) and the summary at the end.
+// What a training command prints: the model line at start (parameters and
+// training FLOPs, with where they come from), the progress line (live on a
+// terminal, every evaluation and every 10% otherwise) and the summary at
+// the end.
 #pragma once
 
 #include <string>

@@ -17,7 +17,9 @@ ModelCommands::ModelCommands(CLI::App& app) {
   export_->add_flag("--overwrite", export_opts_.overwrite, "replace an existing output file");
 
   sample_ = app.add_subcommand(
-      "sample", "text from a finished GPT run on char- or byte-level text: atoll sample RUN --prompt=\"The \"");
+      "sample",
+      "text from a finished language-model run (built-in GPT, or a TorchScript module returning logits) on char- or "
+      "byte-level text: atoll sample RUN --prompt=\"The \"");
   sample_->add_option("run", sample_run_, "finished run folder (with model.safetensors)")->required();
   sample_->add_option("--prompt", sample_opts_.prompt, "text to continue")->capture_default_str();
   sample_->add_option("--tokens", sample_opts_.tokens, "tokens to generate")->capture_default_str()->check(

@@ -14,7 +14,8 @@ nanoGPT-style TinyGPT class, by nanoGPT's parameter names.
 
   /usr/bin/python3 examples/pytorch/example.py --atoll build/atoll --out /tmp/atoll-example
 Real data when atoll has prepared it (scripts/setup): --mnist data/mnist --text-data data/brown.
-Exits 1 if a loss PyTorch computes differs from atoll's by more than --tolerance.
+Exits 1 if a loss PyTorch computes differs from atoll's by more than --tolerance, or if the
+training FLOPs atoll counts for the CNN differ from its closed form.
 """
 import argparse
 import json
@@ -118,7 +119,6 @@ def through_atoll(args, name, model, train, val, settings):
     torch.jit.script(model).save(module_path)
     run([args.atoll, "train", "--data.dataset=npy", "--data.dir=" + os.path.join(folder, "data"),
          "--model.kind=torchscript", "--model.path=" + module_path,
-         "--model.flops_per_sample=%d" % model.flops_per_sample(),
          "--strategy.name=diloco", "--strategy.workers=4", "--diloco.inner_steps=%d" % args.inner_steps,
          "--train.steps=%d" % args.steps, "--network.bandwidth=100Mbit/s", "--network.latency=10ms",
          "--run.out_dir=" + folder, "--run.name=diloco", "--run.overwrite=true", "--run.progress=false"]
@@ -132,7 +132,15 @@ def through_atoll(args, name, model, train, val, settings):
     model.load_state_dict(tensors, strict=True)
     loss, acc = evaluate(model, *val)
     script_loss, _ = evaluate(torch.jit.load(trained), *val)
-    return row(name, run_dir, loss, acc, script_loss)
+    r = row(name, run_dir, loss, acc, script_loss)
+    # atoll counted the module's training FLOPs (no --model.flops_per_sample): next to the model's own formula.
+    r["flops_counted"], r["flops_formula"] = start_event(run_dir)["flops_per_example"], model.flops_per_sample()
+    return r
+
+
+def start_event(run_dir):
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        return next(e for e in map(json.loads, f) if e["event"] == "start")
 
 
 def row(name, run_dir, loss, acc, script_loss):
@@ -203,6 +211,16 @@ def main():
         print("| %s | %d x %d | %d | %.6f | %.6f | %.6f | %.3f | %.1f s | %.1f MB |" % (
             r["model"], r["workers"], r["steps"], r["params"], r["atoll"], r["pytorch"], r["torchscript"],
             r["accuracy"], r["sim_time"], r["sent"] / 1e6))
+    print("\n| model | training FLOPs per example: counted by atoll | the model's formula |")
+    print("|---|---|---|")
+    for r in rows:
+        if "flops_counted" in r:
+            print("| %s | %.6g | %.6g |" % (r["model"], r["flops_counted"], r["flops_formula"]))
+    # The CNN's formula is exact (its convolutions' and its Linear's multiply-adds); the
+    # GPT's, 6 x parameters per token plus attention, also counts the parameters only added.
+    if rows[0]["flops_counted"] != rows[0]["flops_formula"]:
+        print("FAILED: atoll's FLOP count of the CNN differs from its closed form")
+        return 1
     worst = max(r["diff"] for r in rows)
     print("\nlargest |PyTorch - atoll| = %.2e (tolerance %.0e); %.0f s in all" % (worst, args.tolerance,
                                                                             time.time() - start))

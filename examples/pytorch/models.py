@@ -127,7 +127,9 @@ class TinyGPT(nn.Module):
         return self.lm_head(self.transformer.ln_f(x))
 
     def flops_per_sample(self):
-        # 6 x parameters per token plus attention, as atoll's built-in GPT counts it.
+        # 6 x parameters per token plus attention, as atoll's built-in GPT counts it. atoll's
+        # count of this module is lower by 6 per parameter that is only added (position
+        # embedding, norms): docs/PYTORCH.md.
         n = sum(p.numel() for p in self.parameters())
         layers = len(self.transformer.h)
         C = self.transformer.wte.weight.size(1)

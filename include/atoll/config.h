@@ -67,8 +67,9 @@ struct ModelConfig {
   std::string loss = "auto";      // auto | cross_entropy | mse: how forward(inputs)'s output is scored;
                                   // auto = the module's own loss if forward takes (inputs, targets),
                                   // else cross_entropy
-  double flops_per_sample = 0;    // training FLOPs (forward + backward) of one example; needed by
-                                  // network.compute_time = flops (0 = unknown)
+  double flops_per_sample = 0;    // training FLOPs (forward + backward) of one example, for
+                                  // network.compute_time = flops; 0 = counted at start (3 x the
+                                  // products of one forward pass, src/model/flop_count.h)
   bool reinit = false;            // redraw the saved weights from run.seed (matrices: PyTorch's
                                   // uniform +-1/sqrt(fan_in)); false: the saved weights are the start
 };

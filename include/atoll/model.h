@@ -30,12 +30,15 @@ class Model : public torch::nn::Module {
   virtual at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) = 0;
   // Training FLOPs (forward + backward) per token (per image for MNIST
   // models): 6 * params plus, for GPT, the attention term 12 * L * T * C.
+  // A TorchScript module: model.flops_per_sample per token, 0 when not
+  // given (model_training_flops() in src/model/flop_count.h counts them).
   virtual double flops_per_token() const = 0;
   // Tokens (or images) in one example: block_size for GPT, 1 for MNIST.
   virtual int64_t tokens_per_example() const = 0;
   int64_t num_params() const;
-  // Language models (the built-in GPT): logits (B, T, V) of the token after
-  // each position of x (B, T), for `atoll sample`. Others throw.
+  // Language models (the built-in GPT, a TorchScript module whose
+  // forward(inputs) gives logits): logits (B, T, V) of the token after each
+  // position of x (B, T), for `atoll sample`. Others throw, saying why.
   virtual at::Tensor next_token_logits(const at::Tensor& x);
   // Parameters the model holds under more than one name (a TorchScript
   // module's head tied to its embedding): (alias, name in

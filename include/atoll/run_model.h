@@ -41,9 +41,10 @@ struct TextSampleOptions {
   int64_t top_k = 40;
   uint64_t seed = 1;
 };
-// The prompt and `tokens` generated tokens, decoded: built-in GPT runs on
-// char- or byte-tokenized text, whose data folder (meta.json) gives the
-// tokenizer.
+// The prompt and `tokens` generated tokens, decoded: runs of the built-in
+// GPT or of a TorchScript module whose forward(inputs) returns logits
+// (B, T, V), on char- or byte-tokenized text, whose data folder (meta.json)
+// gives the tokenizer. Other runs are refused saying why.
 std::string sample_run(const std::string& run_dir, const TextSampleOptions& o);
 
 }  // namespace atl

@@ -36,8 +36,17 @@ struct ProgressInfo {
   bool is_eval = false;        // this report follows an evaluation
 };
 
+// What the run trains, shown by the CLI as it starts (also when it resumes).
+struct StartInfo {
+  int64_t params = 0;
+  double flops_per_example = 0;  // training FLOPs (forward + backward) the run charges per example
+  std::string flops_source;      // formula | model.flops_per_sample | counted
+  std::string summary;           // one line: parameters, FLOPs and where they come from
+};
+
 struct TrainHooks {
   std::function<void(const ProgressInfo&)> progress;
+  std::function<void(const StartInfo&)> start;  // called once, on the leader, before the first step
 };
 
 struct RunSummary {

@@ -114,7 +114,8 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "torchscript: auto | cross_entropy | mse: how forward(inputs)'s output is scored (auto: the "
             "module's own loss if forward takes (inputs, targets), else cross_entropy)"),
       field("model.flops_per_sample", c.model.flops_per_sample,
-            "torchscript: training FLOPs (forward + backward) of one example, for network.compute_time = flops"),
+            "torchscript: training FLOPs (forward + backward) of one example, for network.compute_time = flops "
+            "and the FLOP/s figures (0 = count them: 3 x the products of one forward pass)"),
       field("model.reinit", c.model.reinit,
             "torchscript: redraw the saved weights from run.seed (matrices uniform +-1/sqrt(fan_in), vectors kept)"),
 

@@ -105,12 +105,9 @@ void validate_torchscript_model(const Config& c, Problems& p) {
   p.need(ts || c.model.path.empty(), "model.path is for model.kind = 'torchscript' (model.kind is '" + c.model.kind + "')");
   p.enum_check("model.loss", c.model.loss, {"auto", "cross_entropy", "mse"});
   p.need(ts || c.model.loss == "auto", "model.loss is for model.kind = 'torchscript'; built-in models use cross-entropy");
+  // 0 is the default: atoll counts a module's FLOPs when the run starts (src/model/flop_count.h).
   p.need(c.model.flops_per_sample >= 0 && std::isfinite(c.model.flops_per_sample),
-         "model.flops_per_sample must be >= 0 (0 = unknown)");
-  p.need(!ts || c.network.compute_time != "flops" || c.model.flops_per_sample > 0,
-         "model.kind = 'torchscript' with network.compute_time = 'flops' needs model.flops_per_sample: the training "
-         "FLOPs (forward + backward) of one example, about 6 x parameters x tokens per example; or set "
-         "network.compute_time = 'measured' to time the steps instead");
+         "model.flops_per_sample must be >= 0 (0 = count them from one forward pass)");
   p.need(ts || !c.model.reinit, "model.reinit is for model.kind = 'torchscript' (built-in models are always drawn from run.seed)");
 }
 }  // namespace

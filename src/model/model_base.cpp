@@ -14,7 +14,9 @@ int64_t Model::num_params() const {
 }
 
 at::Tensor Model::next_token_logits(const at::Tensor&) {
-  throw std::invalid_argument("this model does not predict tokens: only model.kind = gpt can generate text");
+  throw std::invalid_argument(
+      "this model does not predict tokens: text comes from language models (model.kind = gpt, or a torchscript "
+      "module whose forward(inputs) returns logits (B, T, vocabulary))");
 }
 
 }  // namespace atl

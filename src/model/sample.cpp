@@ -11,8 +11,8 @@ namespace atl {
 
 std::vector<int32_t> sample_tokens(Model& model, const std::vector<int32_t>& prompt, const SampleOptions& o) {
   if (prompt.empty()) throw std::invalid_argument("the prompt must hold at least one token");
-  if (o.tokens < 0 || o.temperature < 0 || o.top_k < 0 || o.block_size < 1)
-    throw std::invalid_argument("sample: tokens, temperature and top-k must be >= 0, block_size >= 1");
+  if (o.tokens < 0 || o.temperature < 0 || o.top_k < 0 || o.block_size < 1 || o.vocab_size < 0)
+    throw std::invalid_argument("sample: tokens, temperature, top-k and vocab_size must be >= 0, block_size >= 1");
   at::NoGradGuard no_grad;
   model.eval();
   at::Generator gen = make_init_generator(o.seed);
@@ -22,6 +22,7 @@ std::vector<int32_t> sample_tokens(Model& model, const std::vector<int32_t>& pro
     at::Tensor x = at::empty({1, context}, at::kLong);
     for (int64_t i = 0; i < context; ++i) x.data_ptr<int64_t>()[i] = ids[ids.size() - size_t(context) + size_t(i)];
     at::Tensor logits = model.next_token_logits(x).select(1, context - 1).squeeze(0).to(at::kFloat);  // (V)
+    if (o.vocab_size > 0 && logits.size(0) > o.vocab_size) logits = logits.narrow(0, 0, o.vocab_size);
     int64_t next = 0;
     if (o.temperature == 0) {
       next = logits.argmax().item<int64_t>();

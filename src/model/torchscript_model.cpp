@@ -116,6 +116,25 @@ class TorchScriptModel final : public Model {
     return at::stack(each);
   }
 
+  // atoll sample: a language model's forward(inputs) gives the logits of
+  // the token after each position, (B, T, V) for token ids (B, T).
+  at::Tensor next_token_logits(const at::Tensor& x) override {
+    if (scoring_ == "module")
+      throw TorchScriptError(where() + "atoll sample needs forward(inputs) to return logits (B, T, vocabulary); " +
+                             "this module's forward(inputs, targets) returns its loss");
+    if (scoring_ == "mse")
+      throw TorchScriptError(where() + "the module is scored by model.loss = mse, so it is not a language model; " +
+                             "atoll sample needs forward(inputs) to return logits (B, T, vocabulary)");
+    const at::Tensor out = call("forward", x, at::Tensor());
+    if (out.dim() != 3 || out.size(0) != x.size(0) || out.size(1) != x.size(1) || !out.is_floating_point())
+      throw TorchScriptError(where() + "the module is not a language model: forward(inputs) of token ids " +
+                             shape_text(x) + " returned " + shape_text(out) + "; atoll sample needs logits (B, T, " +
+                             "vocabulary), one row of scores over the vocabulary per position");
+    return out;
+  }
+
+  // 0 unless model.flops_per_sample gives them: a module cannot say how many
+  // FLOPs it runs, so model_training_flops() (flop_count.h) counts them.
   double flops_per_token() const override { return cfg_.flops_per_sample / double(tokens_per_example_); }
   int64_t tokens_per_example() const override { return tokens_per_example_; }
   std::vector<std::pair<std::string, std::string>> parameter_aliases() const override { return aliases_; }
@@ -212,6 +231,8 @@ class TorchScriptModel final : public Model {
     has_example_losses_ = module_.find_method("example_losses").has_value();
   }
 
+  // `y`: the targets, passed when the method takes them; undefined when
+  // only the inputs are at hand (sampling).
   at::Tensor call(const std::string& method, const at::Tensor& x, const at::Tensor& y) {
     std::vector<c10::IValue> in{x};
     if (method != "forward" || scoring_ == "module") in.emplace_back(y);
@@ -220,8 +241,9 @@ class TorchScriptModel final : public Model {
       GraphsAsWritten as_written;
       out = module_.get_method(method)(std::move(in));
     } catch (const c10::Error& e) {
-      throw TorchScriptError(where() + method + " failed on inputs " + shape_text(x) + " and targets " +
-                             shape_text(y) + ": " + first_line(e.what_without_backtrace()));
+      const std::string targets = y.defined() ? " and targets " + shape_text(y) : "";
+      throw TorchScriptError(where() + method + " failed on inputs " + shape_text(x) + targets + ": " +
+                             first_line(e.what_without_backtrace()));
     }
     if (!out.isTensor())
       throw TorchScriptError(where() + method + " returned a " + out.tagKind() + ", not a tensor");

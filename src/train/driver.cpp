@@ -72,7 +72,10 @@ class Driver {
     }
     if (cfg.network.compute_time == "flops") {
       modelled_rate_ = device_peak_flops(cfg.network) * cfg.network.mfu;
-      modelled_step_ = flops_per_step(cfg, *slots_[0].model) / modelled_rate_;
+      // The observer's figure (counted once per process for a TorchScript
+      // module), per token times a step's tokens, as the start event reports it.
+      const double tokens = double(cfg.train.batch_size * slots_[0].model->tokens_per_example());
+      modelled_step_ = observer_.model_flops().per_token * tokens / modelled_rate_;
     }
     trajectory_ = trajectory_config(cfg);
     if (resuming() && cluster.is_leader()) {
@@ -87,7 +90,10 @@ class Driver {
   RunSummary run() {
     tune_allocator();
     observer_.start();
-    if (cluster_.is_leader() && !resuming()) observer_.write_start_event(threads_);
+    if (cluster_.is_leader()) {
+      observer_.announce_start();
+      if (!resuming()) observer_.write_start_event(threads_);
+    }
     if (slots_.size() == 1) {
       guarded_worker(slots_[0]);  // a real rank: its worker runs on this thread
     } else {
@@ -109,12 +115,6 @@ class Driver {
   }
 
  private:
-  // Training FLOPs of one step (forward and backward of one batch).
-  static double flops_per_step(const Config& cfg, Model& model) {
-    const double tokens = double(cfg.train.batch_size * model.tokens_per_example());
-    return model.flops_per_token() * tokens;
-  }
-
   // <run>/model.safetensors: what the final evaluation judged, for
   // `atoll export` and `atoll sample` (model/export.h has the names).
   void write_final_model() {

@@ -60,8 +60,18 @@ Observer::Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, 
                              data.tokens_per_example())) {
   params_ = eval_model_->num_params();
   for (const auto& p : eval_model_->parameters()) initial_params_.push_back(p.detach().clone());
-  flops_per_token_ = eval_model_->flops_per_token();
   tokens_per_step_ = cfg.train.batch_size * eval_model_->tokens_per_example();
+  // Counted (a TorchScript module without model.flops_per_sample) on the
+  // first evaluation batch, which has the shape of the run's examples; on
+  // this model, not a worker's, so no worker's state can change.
+  const Batch example = data.eval_batches().empty() ? Batch{} : data.eval_batches().front();
+  flops_ = model_training_flops(cfg.model, *eval_model_, example.first, example.second);
+  flops_per_token_ = flops_.per_token;
+  if (cfg.network.compute_time == "flops" && !(flops_.per_example > 0))
+    throw std::invalid_argument(
+        "model.path '" + cfg.model.path + "': one forward pass ran no matrix product, convolution or attention " +
+        "that atoll counts, so network.compute_time = 'flops' would charge no compute: set " +
+        "model.flops_per_sample (training FLOPs of one example), or network.compute_time = 'measured'");
 }
 
 void Observer::start() { start_ = Clock::now(); }
@@ -306,6 +316,8 @@ void Observer::write_start_event(int64_t threads_per_worker) {
                       {"workers", workers_},
                       {"params", params_},
                       {"flops_per_token", flops_per_token_},
+                      {"flops_per_example", flops_.per_example},
+                      {"flops_source", flops_.source},
                       {"tokens_per_step_per_worker", tokens_per_step_},
                       {"global_batch_tokens", tokens_per_step_ * workers_},
                       {"token_budget_per_worker", tokens_per_step_ * cfg_.train.steps},
@@ -328,6 +340,16 @@ void Observer::write_start_event(int64_t threads_per_worker) {
     e["exchange"] = cfg_.islands.exchange;
   }
   log_.write(e);
+}
+
+void Observer::announce_start() const {
+  if (!hooks_.start) return;
+  StartInfo s;
+  s.params = params_;
+  s.flops_per_example = flops_.per_example;
+  s.flops_source = flops_.source;
+  s.summary = "model: " + std::to_string(params_) + " parameters, " + describe_model_flops(flops_);
+  hooks_.start(s);
 }
 
 void Observer::finish(const Observation& o, double loss, double sim_time, double compute, double sent,

@@ -24,6 +24,7 @@
 #include "atoll/net.h"
 #include "atoll/state.h"
 #include "atoll/train.h"
+#include "model/flop_count.h"
 #include "model/safetensors.h"
 #include "train/correlation.h"
 #include "train/data_source.h"
@@ -61,6 +62,12 @@ class Observer {
   // "startup_s" in the end event.
   void first_step_started();
   void write_start_event(int64_t threads_per_worker);
+  // Tells the start hook what the run trains (the CLI's model line).
+  void announce_start() const;
+  // The training FLOPs the modelled clock charges and the events report:
+  // a built-in model's formula, model.flops_per_sample, or counted on the
+  // first evaluation batch (src/model/flop_count.h).
+  const ModelFlops& model_flops() const { return flops_; }
   // Whether the observation of `step` needs every worker's parameters.
   bool needs_params(int64_t step, bool log, bool eval, bool has_global) const;
   // Logs the observation; at the last step also the end event and summary.
@@ -102,7 +109,8 @@ class Observer {
   // rebuilt like theirs (make_model with the run seed), so also on resume.
   std::vector<at::Tensor> initial_params_;
   int64_t params_ = 0;
-  double flops_per_token_ = 0;
+  ModelFlops flops_;
+  double flops_per_token_ = 0;  // flops_.per_token
   int64_t tokens_per_step_ = 0;
   std::chrono::steady_clock::time_point start_;
   double eval_wall_ = 0;

@@ -63,9 +63,17 @@ std::string export_run(const std::string& run_dir, const std::string& out, const
 
 std::string sample_run(const std::string& run_dir, const TextSampleOptions& o) {
   const RunModel run = load_run_model(run_dir);
-  if (run.cfg.model.kind != "gpt")
-    throw std::invalid_argument("atoll sample generates text from built-in GPT runs; this run trained model.kind = " +
-                                run.cfg.model.kind);
+  const std::string kind = run.cfg.model.kind, dataset = run.cfg.data.dataset;
+  if (kind != "gpt" && kind != "torchscript")
+    throw std::invalid_argument("atoll sample generates text from language models (model.kind = gpt or " +
+                                std::string("torchscript); this run trained the built-in '") + kind +
+                                "' image classifier");
+  // The tokenizer comes with text data; npy arrays and MNIST images have none.
+  if (dataset == "npy" || dataset == "mnist")
+    throw std::invalid_argument("atoll sample needs a language model trained on char- or byte-level text " +
+                                std::string("(data.dataset = brown | text), whose data folder gives the tokenizer; "
+                                            "this run trained on data.dataset = ") +
+                                dataset + ", which has none");
   const std::string dir = data_dir(run.cfg.data);
   TokenData data;
   try {
@@ -84,7 +92,8 @@ std::string sample_run(const std::string& run_dir, const TextSampleOptions& o) {
   s.temperature = o.temperature;
   s.top_k = o.top_k;
   s.seed = o.seed;
-  s.block_size = run.cfg.model.block_size;
+  s.block_size = run.cfg.model.block_size;  // text examples are block_size tokens, for every model kind
+  s.vocab_size = tokenizer->vocab_size();
   std::vector<int32_t> prompt;
   try {
     prompt = tokenizer->encode(o.prompt.empty() ? std::string("\n") : o.prompt);
