@@ -14,6 +14,7 @@
 
 #include "atoll/config.h"
 #include "atoll/net.h"
+#include "atoll/setup.h"
 #include "compress/codec.h"
 #include "compress/codec_names.h"
 #include "test_util.h"

@@ -11,6 +11,7 @@
 
 #include "atoll/config.h"
 #include "atoll/net.h"
+#include "atoll/setup.h"
 #include "net/collective_algorithms.h"
 #include "net/island_exchanges.h"
 #include "test_util.h"

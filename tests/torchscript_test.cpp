@@ -14,7 +14,7 @@
 
 #include "atoll/config.h"
 #include "atoll/data.h"
-#include "atoll/export.h"
+#include "atoll/run_model.h"
 #include "atoll/launch.h"
 #include "atoll/model.h"
 #include "atoll/setup.h"
