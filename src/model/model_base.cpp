@@ -17,4 +17,8 @@ at::Tensor Model::next_token_logits(const at::Tensor&) {
   throw std::invalid_argument("this model does not predict tokens: only model.kind = gpt can generate text");
 }
 
+Model::ExampleScores Model::example_scores(const at::Tensor& x, const at::Tensor& y) {
+  return {example_losses(x, y), at::Tensor()};  // not a classifier unless the model says so
+}
+
 }  // namespace atl

@@ -116,6 +116,15 @@ class TorchScriptModel final : public Model {
     return at::stack(each);
   }
 
+  // A module scored by cross-entropy with one label per example is a
+  // classifier: its accuracy comes from the same forward pass.
+  ExampleScores example_scores(const at::Tensor& x, const at::Tensor& y) override {
+    if (scoring_ != "cross_entropy" || y.dim() != 1) return Model::example_scores(x, y);
+    const at::Tensor out = call("forward", x, y);
+    const at::Tensor losses = scored(out, y, /*per_example=*/true);  // checks the shapes
+    return {losses, out.reshape({y.size(0), -1}).argmax(1).eq(y)};
+  }
+
   double flops_per_token() const override { return cfg_.flops_per_sample / double(tokens_per_example_); }
   int64_t tokens_per_example() const override { return tokens_per_example_; }
   std::vector<std::pair<std::string, std::string>> parameter_aliases() const override { return aliases_; }
