@@ -82,6 +82,7 @@ GroupFigures group_figures(const RunGroup& g, double target_loss) {
   f.correlation = over(g, [](const RunData& r) { return r.final_correlation; });
   f.update_correlation = over(g, [](const RunData& r) { return r.final_update_correlation; });
   f.disagreement = over(g, [](const RunData& r) { return r.final_disagreement; });
+  f.accuracy = over(g, [](const RunData& r) { return r.final_val_accuracy; });
   std::vector<double> reached;
   if (target_loss > 0)
     for (const RunData* r : g.runs) {

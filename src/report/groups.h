@@ -27,6 +27,7 @@ std::vector<RunGroup> group_by_seed(const std::vector<RunData>& runs);
 struct GroupFigures {
   MeanInterval loss, ppl, bytes_per_worker, bytes_total, sim_seconds, utilisation, correlation;
   MeanInterval update_correlation, disagreement;  // NaN means when undefined (one worker, older runs)
+  MeanInterval accuracy;  // classification; a NaN mean for other tasks or older runs
   MeanInterval time_to_target;  // over the seeds that reached it
   int reached = 0;              // seeds that reached the target
   int seeds = 0;
