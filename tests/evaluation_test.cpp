@@ -1,8 +1,10 @@
-// Evaluation: per-example losses, their mean and standard error, the full
-// validation split, autograd off, and the interim sample left as it was.
+// Evaluation: per-example losses, their mean and standard error, a
+// classifier's accuracy, the full validation split, autograd off, and the
+// interim sample left as it was.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/jit/serialization/import.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -13,7 +15,9 @@
 #include "atoll/model.h"
 #include "atoll/setup.h"
 #include "atoll/train.h"
+#include "test_util.h"
 #include "tiny_data.h"
+#include "torchscript_modules.h"
 #include "train/data_source.h"
 #include "train/evaluation.h"
 
@@ -185,6 +189,69 @@ TEST(Evaluation, FullSplitCoversEveryNonOverlappingWindowExactlyOnceInOrder) {
   const RunSummary sampled = simulate(cfg);
   EXPECT_EQ(sampled.final_eval_examples, cfg.train.eval_batches * cfg.train.batch_size);
   EXPECT_NE(sampled.final_val_loss, s.final_val_loss);
+}
+
+// A classifier whose example i is correct when its input's second column is
+// positive; its loss is the first column.
+class SpyClassifier : public SpyModel {
+ public:
+  ExampleScores example_scores(const at::Tensor& x, const at::Tensor& y) override {
+    return {example_losses(x, y), x.select(1, 1) > 0};
+  }
+};
+
+TEST(Evaluation, AClassifiersAccuracyIsTheShareOfItsExamplesMarkedCorrectOverEveryBatch) {
+  SpyClassifier model;
+  const at::Tensor unused = at::zeros({3}, at::kLong);
+  const std::vector<Batch> batches = {{at::tensor({1.0, 1.0, 2.0, -1.0, 3.0, 1.0}, at::kFloat).view({3, 2}), unused},
+                                      {at::tensor({4.0, -1.0, 5.0, 1.0}, at::kFloat).view({2, 2}), unused}};
+  const EvalResult r = evaluate_batches(model, from(batches));
+  EXPECT_EQ(r.correct, 3);
+  EXPECT_DOUBLE_EQ(r.accuracy, 0.6);
+  EXPECT_DOUBLE_EQ(r.loss, 3.0);  // the losses as before
+  // Spread over threads, the same count.
+  SpyClassifier other;
+  const EvalResult both = evaluate_batches_parallel({&model, &other}, batches);
+  EXPECT_EQ(both.correct, 3);
+  EXPECT_DOUBLE_EQ(both.accuracy, 0.6);
+  // A model that is not a classifier has none.
+  SpyModel plain;
+  const EvalResult none = evaluate_batches_parallel({&plain}, batches);
+  EXPECT_EQ(none.correct, -1);
+  EXPECT_TRUE(std::isnan(none.accuracy));
+  Config cfg = tiny_config("single", 1);
+  DataSource data(cfg);
+  auto gpt = make_model(cfg.model, data.vocab_size(), 7);
+  EXPECT_TRUE(std::isnan(evaluate_batches(*gpt, from(data.eval_batches())).accuracy)) << "a language model";
+}
+
+TEST(Evaluation, TheMlpAndATorchScriptClassifierCallAnExampleCorrectWhenItsHighestLogitIsItsLabel) {
+  testing::TempDir tmp;
+  ModelConfig mc;
+  mc.kind = "mlp";
+  mc.mlp_hidden = 16;
+  auto mlp = make_model(mc, 10, 5);
+  const std::string path = tmp.path("mlp.pt");
+  save_mlp_module(*mlp, path);
+  ModelConfig tc;
+  tc.kind = "torchscript";
+  tc.path = path;
+  tc.loss = "cross_entropy";
+  auto scripted = make_model(tc, 10, 5);
+  at::manual_seed(3);
+  const at::Tensor x = at::rand({64, 1, 28, 28}), y = at::randint(0, 10, {64}, at::kLong);
+  // The logits as PyTorch computes them, from the saved module itself.
+  torch::jit::Module module = torch::jit::load(path);
+  at::NoGradGuard no_grad;
+  const at::Tensor want = module.forward({x}).toTensor().argmax(1).eq(y);
+  ASSERT_GT(want.sum().item<int64_t>(), 0);
+  ASSERT_LT(want.sum().item<int64_t>(), 64) << "some right and some wrong, or the test shows nothing";
+  for (Model* m : {mlp.get(), scripted.get()}) {
+    const Model::ExampleScores s = m->example_scores(x, y);
+    ASSERT_TRUE(s.correct.defined());
+    EXPECT_TRUE(at::equal(s.correct, want));
+    EXPECT_TRUE(at::allclose(s.losses, m->example_losses(x, y)));
+  }
 }
 
 TEST(Evaluation, FinalEvalSettingsAreValidated) {

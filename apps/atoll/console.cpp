@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <string>
 
+namespace {
+
 std::string format_duration(double s) {
   char buf[32];
   if (s < 60) {
@@ -41,7 +43,8 @@ std::string number_text(const char* format, double v) {
   return buf;
 }
 
-// A live line on a terminal; plain lines (evaluations and every 10%) otherwise.
+}  // namespace
+
 atl::TrainHooks progress_hooks(const atl::Config& cfg) {
   atl::TrainHooks hooks;
   const bool live = cfg.run.progress && isatty(STDOUT_FILENO);
@@ -57,10 +60,10 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
       corr += " | upd corr " + number_text("%.3f", p.update_correlation) + " | disagree " +
               number_text("%.3g", p.disagreement);
     std::snprintf(line, sizeof line,
-                  "step %lld/%lld | loss %s | val %s | %.0f tok/s | sim %s | sent/worker %s%s | %s elapsed, ETA %s",
+                  "step %lld/%lld | loss %s | val %s | %.0f %s | sim %s | sent/worker %s%s | %s elapsed, ETA %s",
                   (long long)p.step, (long long)p.total_steps,
                   p.step > 0 ? (std::to_string(p.loss).substr(0, 6)).c_str() : "-",
-                  val.c_str(), p.tokens_per_s,
+                  val.c_str(), p.in_tokens ? p.tokens_per_s : p.examples_per_s, p.in_tokens ? "tok/s" : "ex/s",
                   format_duration(p.sim_time_s).c_str(), format_bytes(p.bytes_sent_per_worker).c_str(),
                   corr.c_str(), format_duration(p.elapsed_s).c_str(), format_duration(p.eta_s).c_str());
     if (live) {
@@ -89,17 +92,26 @@ void print_done(const atl::RunSummary& s) {
                 s.checkpoint.empty() ? "(none: no run folder)" : s.checkpoint.c_str());
     return;
   }
+  // A language model in tokens with its perplexity; a classifier or a
+  // regressor in examples, a classifier with its accuracy.
+  const bool in_tokens = s.task == "language";
+  std::string quality;
+  if (in_tokens) quality = " (ppl " + number_text("%.3f", std::exp(s.final_val_loss)) + ")";
+  if (s.task == "classification") quality = " (accuracy " + number_text("%.2f", 100 * s.final_val_accuracy) + "%)";
+  const double seen = double(s.steps) * double(in_tokens ? s.global_batch_tokens : s.global_batch_examples);
   std::printf(
-      "done: final val loss %.4f (ppl %.3f), train loss %.4f, %lld params, %.0f tok/s, %.3g model FLOP/s, "
+      "done: final val loss %.4f%s, train loss %.4f, %lld params, trained on %.4g %s, %.0f %s, %.3g model FLOP/s, "
       "wall %s, simulated %s, utilisation %.1f%%, sent per worker %s\nrun folder: %s\n",
-      s.final_val_loss, std::exp(s.final_val_loss), s.final_train_loss, (long long)s.params, s.tokens_per_s,
-      s.model_flops_per_s, format_duration(s.wall_seconds).c_str(), format_duration(s.sim_seconds).c_str(),
-      100 * s.compute_utilisation, format_bytes(s.bytes_sent_per_worker).c_str(), s.run_dir.c_str());
+      s.final_val_loss, quality.c_str(), s.final_train_loss, (long long)s.params, seen,
+      in_tokens ? "tokens" : "examples", in_tokens ? s.tokens_per_s : s.examples_per_s,
+      in_tokens ? "tok/s" : "examples/s", s.model_flops_per_s, format_duration(s.wall_seconds).c_str(),
+      format_duration(s.sim_seconds).c_str(), 100 * s.compute_utilisation,
+      format_bytes(s.bytes_sent_per_worker).c_str(), s.run_dir.c_str());
   // How far to trust the final loss, and what evaluating it cost.
   const bool images = s.final_eval_tokens == s.final_eval_examples;
   const std::string covered =
-      images ? std::to_string(s.final_eval_examples) + " images"
-             : std::to_string(s.final_eval_examples) + " windows, " + std::to_string(s.final_eval_tokens) + " tokens";
+      !in_tokens ? std::to_string(s.final_eval_examples) + (images ? " images" : " examples")
+                 : std::to_string(s.final_eval_examples) + " windows, " + std::to_string(s.final_eval_tokens) + " tokens";
   std::printf("evaluation: final on %s (%s), standard error %s; took %s = %.1f%% of the run's wall time "
               "(all evaluations and agreement measurements: %.1f%%)\n",
               s.final_eval != "full" ? "the fixed sample"

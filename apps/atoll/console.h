@@ -4,17 +4,8 @@
 // the end.
 #pragma once
 
-#include <string>
-
 #include "atoll/config.h"
 #include "atoll/train.h"
-
-// "42s", "3m07s", "2h05m".
-std::string format_duration(double seconds);
-// "1.23 MB" (decimal units).
-std::string format_bytes(double bytes);
-// One number through a printf format ("-" for NaN: not measured or undefined).
-std::string number_text(const char* format, double v);
 
 // Hooks that print training's progress for `cfg` (run.progress, a terminal or not).
 atl::TrainHooks progress_hooks(const atl::Config& cfg);

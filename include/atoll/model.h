@@ -28,6 +28,16 @@ class Model : public torch::nn::Module {
   // image's loss for MNIST models. Its mean over a batch equals loss()
   // (up to float rounding) because every example has the same length.
   virtual at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) = 0;
+  // What an evaluation needs of a batch: every example's loss (as
+  // example_losses) and, for a classifier (one class label per example,
+  // scored by its logits), whether its highest logit is its label (bool
+  // (B); undefined for other models: language models, regressors, modules
+  // that compute their own loss). One forward pass gives both.
+  struct ExampleScores {
+    at::Tensor losses;   // (B) float
+    at::Tensor correct;  // (B) bool, or undefined
+  };
+  virtual ExampleScores example_scores(const at::Tensor& x, const at::Tensor& y);
   // Training FLOPs (forward + backward) per token (per image for MNIST
   // models): 6 * params plus, for GPT, the attention term 12 * L * T * C.
   // A TorchScript module: model.flops_per_sample per token, 0 when not

@@ -29,6 +29,16 @@ struct RunData {
   std::string dir, name, strategy;
   int64_t workers = 1, steps = 0, params = 0;
   int64_t global_batch_tokens = 0;  // tokens per step over all workers (start event)
+  // What the model learns (start event; runs made before it was recorded:
+  // from model.kind and model.loss): "language" (a loss per token, counted
+  // in tokens, with a perplexity), "classification" (one class per example,
+  // counted in examples, with an accuracy) or "regression" (examples, the
+  // loss alone).
+  std::string task = "language";
+  int64_t global_batch_examples = 0;  // examples per step over all workers (0: not recorded)
+  // Classification: the share of evaluated examples whose highest logit is
+  // their label, at the final evaluation; NaN otherwise or when not recorded.
+  double final_val_accuracy = std::numeric_limits<double>::quiet_NaN();
   // Islands (start event): I islands of D devices and the exchange; 0 without.
   int64_t islands = 0, devices_per_island = 1;
   std::string exchange;
@@ -59,6 +69,10 @@ struct RunData {
   std::map<std::string, std::string> config;  // "section.key" -> TOML value, run.* bookkeeping left out
 };
 
+// Whether a run is counted in tokens and has a perplexity (a language
+// model), rather than in examples.
+bool counts_tokens(const RunData& run);
+
 // "8", or "4x2 leader" for 4 islands of 2 devices with leader exchange.
 std::string workers_label(const RunData& run);
 // A note on the link classes under a table when any run has islands, else
@@ -88,7 +102,11 @@ struct ReportOptions {
   std::string title = "atoll report";
   std::string subtitle;       // one line under the title ("" = none)
   std::string baseline;       // run name the table compares against; "" = the DDP run, else the first
-  double target_loss = 0;     // time-to-target column; 0 = the worst final loss among runs
+  // The loss "time to loss" is measured at; 0 = the baseline's at 90% of its
+  // run (choose_target_loss). `target_source` says where a given one came
+  // from, for the page ("--target-loss", a preset's [sweep] target_loss).
+  double target_loss = 0;
+  std::string target_source = "--target-loss";
   // The "What-if network" sliders: bandwidth and latency over a grid
   // (whatif.h's default grids, 11 x 5 points) that retime, in the page, the
   // wall-clock chart and the table's time columns, plus a crossover chart of
@@ -103,6 +121,27 @@ struct ReportOptions {
   double network_sliders_budget = 2e7;
 };
 
+// The loss the report's "time to loss" is measured at, and why that one:
+//   given     options.target_loss > 0 (a preset's [sweep] target_loss, or
+//             --target-loss): what the experiment set out to reach;
+//   baseline  else the baseline setting's eval loss at its last evaluation
+//             after step 0 and at or before 90% of its steps (the highest
+//             over its seeds, so each of them reaches it): a loss the
+//             reference reaches late in its run, so the column tells who
+//             gets there sooner and who does not get there at all;
+//   final     the baseline has no such evaluation: its final eval loss (the
+//             highest over its seeds).
+struct TargetLoss {
+  enum Rule { Given, Baseline, BaselineFinal };
+  Rule rule = Given;
+  double value = 0;
+  std::string why;  // the rule in words, naming the source or the setting and step
+};
+TargetLoss choose_target_loss(const std::vector<RunData>& runs, const ReportOptions& options);
+// A target loss as the report prints it: "2.437" (three decimals), or four
+// significant digits below 1 ("0.008125": a regression's small losses).
+std::string format_target_loss(double loss);
+
 // One self-contained HTML page (Chart.js inlined, no network needed): eval
 // loss against steps, bytes sent (log axis) and simulated time; correlation
 // against steps; the workers' update correlation and relative disagreement
@@ -111,8 +150,9 @@ struct ReportOptions {
 std::string html_report(const std::vector<RunData>& runs, const ReportOptions& options);
 
 // Loads the folders and writes html_report to out_path atomically (a
-// temporary file renamed into place). Throws naming a bad folder.
-void write_html_report(const std::vector<std::string>& run_dirs, const std::string& out_path,
-                       const ReportOptions& options);
+// temporary file renamed into place); returns the target loss the page used
+// (for the console). Throws naming a bad folder.
+TargetLoss write_html_report(const std::vector<std::string>& run_dirs, const std::string& out_path,
+                             const ReportOptions& options);
 
 }  // namespace atl

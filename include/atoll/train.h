@@ -24,6 +24,8 @@ struct ProgressInfo {
   double loss = 0;             // mean train loss over workers since the last report
   double val_loss = -1;        // latest evaluation (< 0: none yet)
   double tokens_per_s = 0;     // all workers, wall clock
+  double examples_per_s = 0;   // the same in examples (sequences, images)
+  bool in_tokens = true;       // a language model (counted in tokens); else counted in examples
   double elapsed_s = 0, eta_s = 0;
   double sim_time_s = 0;       // simulated wall-clock of the slowest worker
   double bytes_sent_per_worker = 0;
@@ -56,6 +58,15 @@ struct RunSummary {
   int64_t params = 0;
   double final_train_loss = 0;     // mean over workers, last log window
   double final_val_loss = 0;       // evaluation at the end
+  // What the model learns (train/task.h): "language" (counted in tokens,
+  // with a perplexity), "classification" (examples, with an accuracy) or
+  // "regression" (examples).
+  std::string task = "language";
+  // Classification: the share of the final evaluation's examples whose
+  // highest logit is their label; NaN for other tasks.
+  double final_val_accuracy = std::numeric_limits<double>::quiet_NaN();
+  int64_t global_batch_tokens = 0;    // per step, all workers
+  int64_t global_batch_examples = 0;  // per step, all workers
   // Its standard error over examples (windows or images); NaN if unknown.
   double final_val_loss_se = std::numeric_limits<double>::quiet_NaN();
   std::string final_eval;          // "full" (whole validation split) | "sample" (train.final_eval)
@@ -68,6 +79,7 @@ struct RunSummary {
   double final_disagreement = std::numeric_limits<double>::quiet_NaN();
   double wall_seconds = 0;
   double tokens_per_s = 0;         // all workers
+  double examples_per_s = 0;       // all workers
   double model_flops_per_s = 0;    // tokens_per_s * flops per token
   double sim_seconds = 0;          // simulated time of the slowest worker
   double compute_utilisation = 1;  // mean over workers

@@ -21,6 +21,11 @@ void init_uniform(at::Tensor& w, at::Tensor& b, int64_t fan_in, at::Generator& g
   if (b.defined()) b.uniform_(-bound, bound, gen);
 }
 
+// A classifier's evaluation figures from its logits (B, 10) and labels (B).
+Model::ExampleScores scores(const at::Tensor& logits, const at::Tensor& y) {
+  return {at::cross_entropy_loss(logits, y, /*weight=*/{}, at::Reduction::None), logits.argmax(1).eq(y)};
+}
+
 class Mlp : public Model {
  public:
   Mlp(const ModelConfig& c, uint64_t seed) {
@@ -37,6 +42,7 @@ class Mlp : public Model {
   at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) override {
     return at::cross_entropy_loss(logits(x), y, /*weight=*/{}, at::Reduction::None);  // (B)
   }
+  ExampleScores example_scores(const at::Tensor& x, const at::Tensor& y) override { return scores(logits(x), y); }
   // x: (B, 1, 28, 28) -> (B, 10) logits.
   at::Tensor logits(const at::Tensor& x) {
     at::Tensor h = x.reshape({x.size(0), 784});  // (B, 784)
@@ -67,6 +73,7 @@ class Cnn : public Model {
   at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) override {
     return at::cross_entropy_loss(logits(x), y, /*weight=*/{}, at::Reduction::None);  // (B)
   }
+  ExampleScores example_scores(const at::Tensor& x, const at::Tensor& y) override { return scores(logits(x), y); }
   // x: (B, 1, 28, 28) -> (B, 10) logits.
   at::Tensor logits(const at::Tensor& x) {
     at::Tensor h = at::max_pool2d(at::relu(conv1->forward(x)), {2, 2});  // (B, 16, 12, 12)

@@ -19,4 +19,8 @@ at::Tensor Model::next_token_logits(const at::Tensor&) {
       "module whose forward(inputs) returns logits (B, T, vocabulary))");
 }
 
+Model::ExampleScores Model::example_scores(const at::Tensor& x, const at::Tensor& y) {
+  return {example_losses(x, y), at::Tensor()};  // not a classifier unless the model says so
+}
+
 }  // namespace atl

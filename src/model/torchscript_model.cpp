@@ -133,6 +133,15 @@ class TorchScriptModel final : public Model {
     return out;
   }
 
+  // A module scored by cross-entropy with one label per example is a
+  // classifier: its accuracy comes from the same forward pass.
+  ExampleScores example_scores(const at::Tensor& x, const at::Tensor& y) override {
+    if (scoring_ != "cross_entropy" || y.dim() != 1) return Model::example_scores(x, y);
+    const at::Tensor out = call("forward", x, y);
+    const at::Tensor losses = scored(out, y, /*per_example=*/true);  // checks the shapes
+    return {losses, out.reshape({y.size(0), -1}).argmax(1).eq(y)};
+  }
+
   // 0 unless model.flops_per_sample gives them: a module cannot say how many
   // FLOPs it runs, so model_training_flops() (flop_count.h) counts them.
   double flops_per_token() const override { return cfg_.flops_per_sample / double(tokens_per_example_); }

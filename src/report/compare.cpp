@@ -1,7 +1,9 @@
 // `atoll compare`: finished run folders as one Markdown table, one row per
 // setting (runs that differ only in run.seed are its seeds): the mean over
 // seeds with a 95% Student-t interval, and the paired difference against
-// the first setting with whether it is significant.
+// the first setting with whether it is significant. Language models are
+// counted in tokens with a perplexity; classifiers and regressors in
+// examples, classifiers with their accuracy.
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -44,6 +46,44 @@ std::string figure_or_dash(double v, const char* format) {
   return std::isfinite(v) ? format_number(format, v) : std::string("-");
 }
 
+// What the settings' tasks call for: a language model's batch is counted
+// in tokens and its loss has a perplexity; a classifier's and a
+// regressor's batch in examples, a classifier's loss beside its accuracy.
+struct Units {
+  bool tokens = false, examples = false, perplexity = false, accuracy = false;
+  std::string batch_header;
+};
+Units units_of(const std::vector<RunGroup>& groups) {
+  Units u;
+  for (const auto& g : groups) {
+    const RunData& r = *g.runs.front();
+    (counts_tokens(r) ? u.tokens : u.examples) = true;
+    u.perplexity = u.perplexity || counts_tokens(r);
+    u.accuracy = u.accuracy || r.task == "classification";
+  }
+  u.batch_header = u.tokens && u.examples ? "global batch" : u.tokens ? "global batch tokens" : "global batch examples";
+  return u;
+}
+
+// A run's global batch in the column's unit (both named when they mix).
+std::string global_batch(const RunData& r, const Units& u) {
+  const bool mixed = u.tokens && u.examples;
+  if (counts_tokens(r)) return std::to_string(r.global_batch_tokens) + (mixed ? " tokens" : "");
+  if (r.global_batch_examples <= 0) return "-";
+  return std::to_string(r.global_batch_examples) + (mixed ? " examples" : "");
+}
+
+// "97.31% ± 0.42%"; "-" for a setting that has none.
+std::string accuracy(const MeanInterval& a) {
+  if (!std::isfinite(a.mean)) return "-";
+  MeanInterval p = a;
+  p.mean *= 100;
+  p.half_width *= 100;
+  const std::string text = format_mean_interval(p, 2);
+  const auto pm = text.find(" ± ");
+  return pm == std::string::npos ? text + "%" : text.substr(0, pm) + "%" + text.substr(pm) + "%";
+}
+
 }  // namespace
 
 std::string format_megabytes(double bytes) {
@@ -60,17 +100,22 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
   const std::vector<RunGroup> groups = group_by_seed(runs);
   const RunGroup& base = groups.front();
   const GroupFigures fb = group_figures(base, 0);
+  const Units units = units_of(groups);
+  std::string header = "| run | seeds | strategy | N | steps | " + units.batch_header + " | final val loss | ";
+  if (units.perplexity) header += "perplexity | ";
+  if (units.accuracy) header += "accuracy | ";
+  header += "vs first (paired) | sent/worker (MB) | bytes vs first | sim time (s) | utilisation | correlation | "
+            "update correlation | disagreement |";
   std::ostringstream o;
-  o << "| run | seeds | strategy | N | steps | global batch tokens | final val loss | perplexity | vs first (paired) | "
-       "sent/worker (MB) | bytes vs first | sim time (s) | utilisation | correlation | update correlation | "
-       "disagreement |\n";
-  o << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  o << header << "\n" << markdown_delimiter(header) << "\n";
   for (const auto& g : groups) {
     const RunData& r = *g.runs.front();
     const GroupFigures f = group_figures(g, 0);
-    o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << workers_label(r) << " | " << r.steps << " | "
-      << r.global_batch_tokens << " | " << format_mean_interval(f.loss, 4) << " | "
-      << format_mean_interval(f.ppl, 3) << " | " << versus(g, base, fb) << " | "
+    o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << workers_label(r) << " | " << r.steps
+      << " | " << global_batch(r, units) << " | " << format_mean_interval(f.loss, 4) << " | ";
+    if (units.perplexity) o << (counts_tokens(r) ? format_mean_interval(f.ppl, 3) : std::string("-")) << " | ";
+    if (units.accuracy) o << accuracy(f.accuracy) << " | ";
+    o << versus(g, base, fb) << " | "
       << format_mean_interval(scaled(f.bytes_per_worker, 1e-6), 2) << " | "
       << bytes_ratio(f.bytes_per_worker.mean, fb.bytes_per_worker.mean) << " | "
       << format_mean_interval(f.sim_seconds, 1) << " | "
@@ -84,7 +129,8 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
   const std::string islands = islands_note(all);
   if (!islands.empty()) o << "\n" << islands;
   if (groups.size() < runs.size())
-    o << "\nMean over seeds ± the half-width of its 95% Student-t interval; \"vs first\" is the paired difference "
+    o << "\nMean over seeds ± the half-width of its 95% Student-t interval (left out when it would print as 0); "
+         "\"vs first\" is the paired difference "
          "of the final eval loss over shared seeds: significant when its interval excludes 0, else inconclusive.\n";
   return o.str();
 }

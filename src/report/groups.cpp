@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "report/figure_text.h"
 #include "util/format.h"
 
 namespace atl {
@@ -81,6 +82,7 @@ GroupFigures group_figures(const RunGroup& g, double target_loss) {
   f.correlation = over(g, [](const RunData& r) { return r.final_correlation; });
   f.update_correlation = over(g, [](const RunData& r) { return r.final_update_correlation; });
   f.disagreement = over(g, [](const RunData& r) { return r.final_disagreement; });
+  f.accuracy = over(g, [](const RunData& r) { return r.final_val_accuracy; });
   std::vector<double> reached;
   if (target_loss > 0)
     for (const RunData* r : g.runs) {
@@ -104,7 +106,9 @@ std::string format_paired_difference(const MeanInterval& d, double base_loss, co
   if (d.n == 0) return "no shared seed";
   if (!d.has_interval())
     return format_number("%+.4f", d.mean) + format_number(" (%+.2f%%, one seed)", 100.0 * d.mean / base_loss);
-  return format_number("%+.4f", d.mean) + " " + plus_minus + format_number(" %.4f", d.half_width);
+  // An interval that rounds to 0.0000 is left out, as in every table.
+  const std::string interval = figure_text(d, {FigureFormat::Decimals, 4}).interval;
+  return format_number("%+.4f", d.mean) + (interval.empty() ? "" : " " + plus_minus + " " + interval);
 }
 
 std::string difference_verdict(const MeanInterval& d) {

@@ -27,6 +27,7 @@ std::vector<RunGroup> group_by_seed(const std::vector<RunData>& runs);
 struct GroupFigures {
   MeanInterval loss, ppl, bytes_per_worker, bytes_total, sim_seconds, utilisation, correlation;
   MeanInterval update_correlation, disagreement;  // NaN means when undefined (one worker, older runs)
+  MeanInterval accuracy;  // classification; a NaN mean for other tasks or older runs
   MeanInterval time_to_target;  // over the seeds that reached it
   int reached = 0;              // seeds that reached the target
   int seeds = 0;
@@ -39,7 +40,8 @@ MeanInterval paired_loss_difference(const RunGroup& a, const RunGroup& b);
 
 // A paired difference in words for the tables: "no shared seed",
 // "+0.0123 (+0.52%, one seed)" (relative to `base_loss`) or "+0.0123 ± 0.0040"
-// with `plus_minus` ("±", or "&plusmn;" in HTML); the caller adds the verdict.
+// with `plus_minus` ("±", or "&plusmn;" in HTML), the interval left out when
+// it rounds to 0.0000 (figure_text.h); the caller adds the verdict.
 std::string format_paired_difference(const MeanInterval& d, double base_loss, const std::string& plus_minus);
 
 // "significant" (interval excludes 0), "inconclusive" or "one seed".

@@ -79,17 +79,40 @@ const char* kNetworkScript = R"js(
     const [m, e] = v.toExponential(2).split('e');
     return m.replace(/\.?0+$/, '') + 'e-' + String(-Number(e)).padStart(2, '0');
   }
-  function seconds(s) {  // html.cpp's seconds()
-    if (s < 0) return 'never';
-    if (s >= 3600) return (s / 3600).toFixed(2) + ' h';
-    if (s >= 120) return (s / 60).toFixed(1) + ' min';
-    if (s < 1) return g3(s) + ' s';
-    return s.toFixed(1) + ' s';
+  // printf's "%.Ke": a two-digit exponent at least.
+  function cExp(v, k) {
+    const [m, e] = v.toExponential(k).split('e');
+    const n = Number(e);
+    return m + 'e' + (n < 0 ? '-' : '+') + String(Math.abs(n)).padStart(2, '0');
   }
+  const exponentOf = (v, significant) => Number(v.toExponential(significant - 1).split('e')[1]);
+  // The last digit of a printed number, read off its text (figure_text.cpp's last_digit_of).
+  function lastDigitOf(text) {
+    const [m, e] = text.split('e');
+    const dot = m.indexOf('.');
+    return Math.pow(10, Number(e || 0) - (dot < 0 ? 0 : m.length - dot - 1));
+  }
+  // A duration with its interval, as figure_text.cpp's seconds_figure: the
+  // unit and precision chosen by the mean, the interval in the same unit to
+  // the same last digit, and left out when it would read 0 there.
   function secondsPm(m) {
-    // As html.cpp's shows_interval: no "± 0", nor rounding noise.
-    const shows = Number.isFinite(m.half) && m.half > 1e-9 * Math.abs(m.mean);
-    return seconds(m.mean) + (shows ? ' \u00b1 ' + seconds(m.half) : '');
+    if (m.mean < 0) return 'never';
+    const [scale, unit, significant, digits] = m.mean >= 3600 ? [3600, 'h', false, 2]
+                                             : m.mean >= 120 ? [60, 'min', false, 1]
+                                             : m.mean < 1 ? [1, 's', true, 3] : [1, 's', false, 1];
+    const v = m.mean / scale, half = m.half / scale;
+    const text = significant ? g3(v) : v.toFixed(digits);
+    const last = significant && v === 0 ? 0 : lastDigitOf(text);
+    let interval = '';
+    if (Number.isFinite(half) && half > 0) {
+      if (last === 0) interval = g3(half);
+      else if (half >= 0.5 * last) {
+        const lastExponent = Math.round(Math.log10(last));
+        interval = text.includes('e') ? cExp(half, Math.max(0, exponentOf(half, 1) - lastExponent))
+                                      : half.toFixed(Math.max(0, -lastExponent));
+      }
+    }
+    return text + ' ' + unit + (interval ? ' \u00b1 ' + interval + ' ' + unit : '');
   }
   function timeToLoss(run, times) {
     // A NaN loss is null in JSON, and null <= target would hold: it never reaches the target.
@@ -125,9 +148,16 @@ const char* kNetworkScript = R"js(
   }
 
   const cells = [...document.querySelectorAll('[data-whatif]')];
-  const recorded = cells.map((c) => ({text: c.textContent, value: c.dataset.value}));
-  function setCell(c, text, value) {
+  const recorded = cells.map((c) => ({html: c.innerHTML, value: c.dataset.value}));
+  // The figure on one line, a note (how many seeds reached it) on its own, as summary_table.cpp writes them.
+  function setCell(c, text, value, note) {
     c.textContent = text;
+    if (note) {
+      const detail = document.createElement('span');
+      detail.className = 'detail';
+      detail.textContent = note;
+      c.append(document.createElement('br'), detail);
+    }
     c.dataset.value = String(value);
   }
   function setWallClock(xOf, suffix) {
@@ -149,8 +179,8 @@ const char* kNetworkScript = R"js(
       if (c.dataset.whatif === 'total') setCell(c, secondsPm(g.total), g.total.mean);
       else if (c.dataset.whatif === 'util') setCell(c, (100 * g.util.mean).toFixed(1) + '%', g.util.mean);
       else if (g.reached === 0) setCell(c, 'never', -1);
-      else setCell(c, secondsPm(g.ttt) + (g.reached < g.seeds ? ' (' + g.reached + ' of ' + g.seeds + ' seeds)' : ''),
-                   g.ttt.mean);
+      else setCell(c, secondsPm(g.ttt), g.ttt.mean,
+                   g.reached < g.seeds ? '(' + g.reached + ' of ' + g.seeds + ' seeds)' : '');
       c.classList.add('retimed');
     }
     const where = net.bandwidth_labels[bi] + ', ' + net.latency_labels[li] + ' latency';
@@ -162,7 +192,11 @@ const char* kNetworkScript = R"js(
                          'and compute utilisation and the wall-clock chart are retimed (marked in blue).';
   }
   function showRecorded() {
-    cells.forEach((c, i) => { setCell(c, recorded[i].text, recorded[i].value); c.classList.remove('retimed'); });
+    cells.forEach((c, i) => {
+      c.innerHTML = recorded[i].html;
+      c.dataset.value = recorded[i].value;
+      c.classList.remove('retimed');
+    });
     setWallClock((k) => series[k].loss_time.x, '');
     panel.dataset.applied = 'recorded';
     delete panel.dataset.bandwidth;
@@ -315,7 +349,7 @@ NetworkSliders::NetworkSliders(NetworkGrid grid, const std::vector<RunData>& run
                                {"latency_labels", latency_labels_},
                                {"start", {start_.bandwidth, start_.latency}},
                                {"target", target_loss},
-                               {"target_label", format_number("%.3f", target_loss)},
+                               {"target_label", format_target_loss(target_loss)},
                                {"t95", t95},
                                {"recorded", recorded_},
                                {"groups", json_groups},

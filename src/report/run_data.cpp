@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -35,6 +36,20 @@ double number_or(const nlohmann::json& j, const char* key, double fallback) {
 // A figure that may be null (undefined) or absent (older runs): NaN then.
 double number_or_nan(const nlohmann::json& j, const char* key) {
   return number_or(j, key, std::numeric_limits<double>::quiet_NaN());
+}
+
+// The task of a run made before the start event recorded it: the MNIST
+// models classify, a TorchScript model scored by MSE regresses, and the
+// rest (GPT, TorchScript on text) model language.
+std::string task_from_config(const std::map<std::string, std::string>& config) {
+  auto value = [&](const char* key) {
+    auto it = config.find(key);
+    return it == config.end() ? std::string() : it->second;
+  };
+  const std::string kind = value("model.kind");
+  if (kind == "\"mlp\"" || kind == "\"cnn\"") return "classification";
+  if (kind == "\"torchscript\"" && value("model.loss") == "\"mse\"") return "regression";
+  return "language";
 }
 
 }  // namespace
@@ -71,6 +86,8 @@ RunData parse_run(const std::string& dir_text, const std::string& summary_text, 
   run.steps = static_cast<int64_t>(number_or(summary, "steps", 0));
   run.params = static_cast<int64_t>(number_or(summary, "params", 0));
   run.intra_bytes_sent_per_worker = number_or(summary, "intra_bytes_sent_per_worker", -1);
+  run.final_val_accuracy = number_or_nan(summary, "final_val_accuracy");
+  bool task_recorded = false;
 
   std::istringstream lines(metrics_text);
   std::string line;
@@ -87,6 +104,11 @@ RunData parse_run(const std::string& dir_text, const std::string& summary_text, 
     if (kind == "start") {
       run.strategy = e.value("strategy", "");
       run.global_batch_tokens = static_cast<int64_t>(number_or(e, "global_batch_tokens", 0));
+      run.global_batch_examples = static_cast<int64_t>(number_or(e, "global_batch_examples", 0));
+      if (e.contains("task") && e["task"].is_string()) {
+        run.task = e["task"].get<std::string>();
+        task_recorded = true;
+      }
       run.islands = static_cast<int64_t>(number_or(e, "islands", 0));
       run.devices_per_island = static_cast<int64_t>(number_or(e, "devices_per_island", 1));
       run.exchange = e.value("exchange", "");
@@ -118,8 +140,11 @@ RunData parse_run(const std::string& dir_text, const std::string& summary_text, 
   const fs::path config_path = dir / "config.toml";
   if (!config_text) throw std::runtime_error("'" + dir_text + "' has no config.toml");
   run.config = only_keys(flatten_toml(*config_text, config_path.string()), is_computation_key);
+  if (!task_recorded) run.task = task_from_config(run.config);
   return run;
 }
+
+bool counts_tokens(const RunData& run) { return run.task == "language"; }
 
 std::string workers_label(const RunData& run) {
   if (run.islands <= 0) return std::to_string(run.workers);

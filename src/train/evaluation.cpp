@@ -4,6 +4,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <stdexcept>
@@ -41,16 +42,26 @@ EvalResult evaluate_batches(Model& model, const BatchSource& next, std::vector<d
   model.eval();
   std::vector<double> losses;
   std::pair<at::Tensor, at::Tensor> batch;
+  // A classifier says so on every batch; one batch without gives no accuracy.
+  int64_t correct = 0;
+  bool classified = true;
   while (next(batch)) {
-    const at::Tensor l = model.example_losses(batch.first, batch.second).to(at::kDouble).contiguous();  // (B)
+    const Model::ExampleScores scores = model.example_scores(batch.first, batch.second);
+    const at::Tensor l = scores.losses.to(at::kDouble).contiguous();  // (B)
     if (l.dim() != 1 || l.size(0) != batch.first.size(0))
       throw std::logic_error("example_losses returned " + std::to_string(l.numel()) + " values for a batch of " +
                              std::to_string(batch.first.size(0)));
     const double* p = l.data_ptr<double>();
     losses.insert(losses.end(), p, p + l.numel());
+    classified = classified && scores.correct.defined() && scores.correct.numel() == l.numel();
+    if (classified) correct += scores.correct.sum().item<int64_t>();
   }
   model.train(was_training);
   EvalResult r = summarize_example_losses(losses, model.tokens_per_example());
+  if (classified && r.examples > 0) {
+    r.correct = correct;
+    r.accuracy = double(correct) / double(r.examples);
+  }
   if (per_example) *per_example = std::move(losses);
   return r;
 }
@@ -61,6 +72,7 @@ EvalResult evaluate_batches_parallel(const std::vector<Model*>& models,
   if (models.empty()) throw std::logic_error("evaluate_batches_parallel needs at least one model");
   const size_t threads = std::max<size_t>(1, std::min(models.size(), batches.size()));
   std::vector<std::vector<double>> losses(batches.size());
+  std::vector<int64_t> correct(batches.size(), -1);  // per batch; -1: not a classifier
   std::vector<std::exception_ptr> errors(threads);
   const int64_t caller_threads = compute_threads();
   auto share = [&](size_t t) {
@@ -68,11 +80,11 @@ EvalResult evaluate_batches_parallel(const std::vector<Model*>& models,
       set_compute_threads(1);
       for (size_t i = t; i < batches.size(); i += threads) {
         size_t given = 0;
-        evaluate_batches(*models[t], [&](std::pair<at::Tensor, at::Tensor>& b) {
+        correct[i] = evaluate_batches(*models[t], [&](std::pair<at::Tensor, at::Tensor>& b) {
           if (given++ > 0) return false;
           b = batches[i];
           return true;
-        }, &losses[i]);
+        }, &losses[i]).correct;
       }
     } catch (...) {
       errors[t] = std::current_exception();
@@ -88,6 +100,12 @@ EvalResult evaluate_batches_parallel(const std::vector<Model*>& models,
   std::vector<double> all;
   for (const auto& l : losses) all.insert(all.end(), l.begin(), l.end());
   EvalResult r = summarize_example_losses(all, models[0]->tokens_per_example());
+  const bool classified = std::all_of(correct.begin(), correct.end(), [](int64_t c) { return c >= 0; });
+  if (!batches.empty() && r.examples > 0 && classified) {
+    r.correct = 0;
+    for (int64_t c : correct) r.correct += c;
+    r.accuracy = double(r.correct) / double(r.examples);
+  }
   if (per_example) *per_example = std::move(all);
   return r;
 }

@@ -1,5 +1,5 @@
-// Evaluating a model: the mean cross-entropy over a set of examples and its
-// standard error, computed without autograd.
+// Evaluating a model: the mean loss over a set of examples and its standard
+// error, and a classifier's accuracy, computed without autograd.
 //
 // The unit of the standard error is the example (a block_size window for
 // GPT, an image for MNIST models), not the token: the tokens of one window
@@ -29,6 +29,11 @@ struct EvalResult {
   double se = std::numeric_limits<double>::quiet_NaN();
   int64_t examples = 0;  // windows (images) evaluated
   int64_t tokens = 0;    // examples * tokens per example
+  // Classifiers (Model::example_scores gives `correct`): the examples whose
+  // highest logit is their label, and their share of `examples`; -1 and NaN
+  // for every other model.
+  int64_t correct = -1;
+  double accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Mean and standard error of per-example losses, in float64.

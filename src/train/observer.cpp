@@ -10,6 +10,7 @@
 #include "model/export.h"
 #include "net/devices.h"
 #include "train/correlation.h"
+#include "train/task.h"
 #include "train/threads.h"
 #include "util/format.h"
 #include "util/json_input.h"
@@ -72,6 +73,7 @@ Observer::Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, 
         "model.path '" + cfg.model.path + "': one forward pass ran no matrix product, convolution or attention " +
         "that atoll counts, so network.compute_time = 'flops' would charge no compute: set " +
         "model.flops_per_sample (training FLOPs of one example), or network.compute_time = 'measured'");
+  task_ = model_task(cfg, data);
 }
 
 void Observer::start() { start_ = Clock::now(); }
@@ -153,6 +155,8 @@ void Observer::observe(const Observation& o) {
   info.total_steps = cfg_.train.steps;
   info.elapsed_s = elapsed;
   info.tokens_per_s = step > 0 ? tokens_per_s : 0;
+  info.in_tokens = task_ == "language";
+  info.examples_per_s = info.tokens_per_s / double(std::max<int64_t>(1, eval_model_->tokens_per_example()));
   info.sim_time_s = sim_time;
   info.bytes_sent_per_worker = sent / n;
   info.eta_s = step > 0 ? train_wall / double(step) * double(cfg_.train.steps - step) : 0;
@@ -202,7 +206,9 @@ void Observer::observe(const Observation& o) {
     }
     e["val_loss"] = r.loss;
     e["val_loss_se"] = number_or_null(r.se);
-    e["val_ppl"] = std::exp(r.loss);
+    // A perplexity is a language model's figure; a classifier has its accuracy.
+    if (task_ == "language") e["val_ppl"] = std::exp(r.loss);
+    if (task_ == "classification") e["val_accuracy"] = number_or_null(r.accuracy);
     e["eval_split"] = full ? "full" : "sample";
     e["eval_examples"] = r.examples;
     e["eval_tokens"] = r.tokens;
@@ -320,6 +326,8 @@ void Observer::write_start_event(int64_t threads_per_worker) {
                       {"flops_source", flops_.source},
                       {"tokens_per_step_per_worker", tokens_per_step_},
                       {"global_batch_tokens", tokens_per_step_ * workers_},
+                      {"task", task_},
+                      {"global_batch_examples", cfg_.train.batch_size * workers_},
                       {"token_budget_per_worker", tokens_per_step_ * cfg_.train.steps},
                       {"token_budget_total", tokens_per_step_ * cfg_.train.steps * workers_},
                       {"train_split_size", data_.train_tokens()},
@@ -360,6 +368,10 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
   summary_.final_train_loss = loss;
   summary_.final_val_loss = last_val_loss_;
   summary_.final_val_loss_se = final_eval_.se;
+  summary_.task = task_;
+  if (task_ == "classification") summary_.final_val_accuracy = final_eval_.accuracy;
+  summary_.global_batch_examples = cfg_.train.batch_size * workers_;
+  summary_.global_batch_tokens = tokens_per_step_ * workers_;
   summary_.final_eval_examples = final_eval_.examples;
   summary_.final_eval_tokens = final_eval_.tokens;
   summary_.final_eval = cfg_.train.final_eval;
@@ -371,6 +383,7 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
   }
   summary_.wall_seconds = seconds_since_start();
   summary_.tokens_per_s = tokens_per_s;
+  summary_.examples_per_s = tokens_per_s / double(std::max<int64_t>(1, eval_model_->tokens_per_example()));
   summary_.model_flops_per_s = tokens_per_s * flops_per_token_;
   summary_.sim_seconds = sim_time;
   summary_.compute_utilisation = sim_time > 0 ? compute / sim_time : 1.0;
@@ -422,6 +435,7 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
                       {"startup_s", number_or_null(startup_s_)},
                       {"bytes_sent_by_tag_total", by_tag},
                       {"ledger_per_worker", per_worker}};
+  if (task_ == "classification") e["final_val_accuracy"] = number_or_null(summary_.final_val_accuracy);
   // Bitwise fingerprints of every worker's final parameters: equal runs
   // (simulated against real, resumed against uninterrupted) have equal hashes.
   nlohmann::json hashes = nlohmann::json::array();

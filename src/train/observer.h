@@ -112,6 +112,7 @@ class Observer {
   ModelFlops flops_;
   double flops_per_token_ = 0;  // flops_.per_token
   int64_t tokens_per_step_ = 0;
+  std::string task_;  // train/task.h: how the reports count and judge the run
   std::chrono::steady_clock::time_point start_;
   double eval_wall_ = 0;
   double elapsed_offset_ = 0;  // wall seconds before the checkpoint this run resumed from

@@ -131,17 +131,30 @@ fs::path create_run_folder(const Config& cfg, bool replace) {
 void write_summary(const fs::path& dir, const RunSummary& s) {
   nlohmann::json summary = {{"final_val_loss", s.final_val_loss},
                             {"final_train_loss", s.final_train_loss},
+                            {"task", s.task},
                             {"steps", s.steps},
                             {"workers", s.workers},
                             {"params", s.params},
                             {"wall_s", s.wall_seconds},
-                            {"tokens_per_s", s.tokens_per_s},
                             {"model_flops_per_s", s.model_flops_per_s},
                             {"sim_time_s", s.sim_seconds},
                             {"compute_utilisation", s.compute_utilisation},
                             {"bytes_sent_per_worker", s.bytes_sent_per_worker}};
   // Figures that may be undefined are written as null, never as NaN.
   auto maybe = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  // A language model is counted in tokens and has a perplexity; a classifier
+  // or a regressor is counted in examples (a token of an image or a
+  // regression target means nothing to its reader), a classifier with its
+  // accuracy.
+  if (s.task == "language") {
+    summary["tokens_per_s"] = s.tokens_per_s;
+    summary["tokens"] = s.steps * s.global_batch_tokens;
+    summary["final_val_ppl"] = std::exp(s.final_val_loss);
+  } else {
+    summary["examples_per_s"] = s.examples_per_s;
+    summary["examples"] = s.steps * s.global_batch_examples;
+    if (s.task == "classification") summary["final_val_accuracy"] = maybe(s.final_val_accuracy);
+  }
   summary["final_val_loss_se"] = maybe(s.final_val_loss_se);
   summary["final_eval"] = s.final_eval;
   summary["final_eval_examples"] = s.final_eval_examples;

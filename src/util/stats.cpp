@@ -64,8 +64,10 @@ Sign interval_sign(const std::vector<double>& differences, double confidence) {
 
 std::string format_mean_interval(const MeanInterval& m, int digits) {
   char buf[96];
-  // Figures every seed gives alike (bytes, modelled times) show no "± 0".
-  if (m.has_interval() && m.half_width > 0)
+  // Figures every seed gives alike (bytes, modelled times) show no "± 0",
+  // nor does an interval narrower than the last digit printed ("61.8 ±
+  // 0.0" says no more than "61.8"): half a unit of it would round to 0.
+  if (m.has_interval() && m.half_width > 0 && m.half_width >= 0.5 * std::pow(10.0, -digits))
     std::snprintf(buf, sizeof buf, "%.*f ± %.*f", digits, m.mean, digits, m.half_width);
   else
     std::snprintf(buf, sizeof buf, "%.*f", digits, m.mean);

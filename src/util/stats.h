@@ -35,8 +35,8 @@ enum class Sign { Below, Above, Straddles, Unknown };
 // seeds (a target reached by one side and never by the other, every time).
 Sign interval_sign(const std::vector<double>& differences, double confidence = 0.95);
 
-// "1.6512 ± 0.0031" with `digits` decimals ("1.6512" without an interval or
-// when every value was the same).
+// "1.6512 ± 0.0031" with `digits` decimals ("1.6512" without an interval,
+// when every value was the same, or when the interval would print as 0).
 std::string format_mean_interval(const MeanInterval& m, int digits);
 
 }  // namespace atl

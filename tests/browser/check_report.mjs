@@ -1,7 +1,9 @@
 // Loads an atoll HTML report in headless Chromium and checks it as a reader
 // would see it: no console errors, no network requests (the page must work
 // offline), every chart canvas drew, every series in it has all its points
-// placed inside the plot, and the plot has ink in each series' colour.
+// placed inside the plot, and the plot has ink in each series' colour; at a
+// laptop's 1366 px the summary tables fit and no figure in them is split
+// over two lines; the time-to-loss target is the baseline rule's.
 // Saves a full-page screenshot.
 //
 // With --whatif, also the what-if network sliders, moved with the keyboard
@@ -60,14 +62,16 @@ function expectedFromRetimed(retimedDir, target) {
   }
   return out;
 }
-// The page's default target: the highest final eval loss among the runs.
+// The page's default target, from the run folders: the baseline's (the DDP
+// setting's, ddp_s<k>) eval loss at its last evaluation after step 0 and at
+// or before 90% of its steps, the highest over its seeds.
 function defaultTarget() {
-  let target = 0;
-  for (const name of readdirSync(runsDir)) {
-    const summary = join(runsDir, name, 'summary.json');
-    try {
-      target = Math.max(target, JSON.parse(readFileSync(summary, 'utf8')).final_val_loss);
-    } catch (e) { /* a run's log file, not a folder */ }
+  let target = -Infinity;
+  for (const name of readdirSync(runsDir).filter((n) => /^ddp_s\d+$/.test(n))) {
+    const steps = JSON.parse(readFileSync(join(runsDir, name, 'summary.json'), 'utf8')).steps;
+    const late = readFileSync(join(runsDir, name, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.trim())
+      .map((l) => JSON.parse(l)).filter((e) => e.event === 'eval' && e.step > 0 && e.step <= 0.9 * steps);
+    target = Math.max(target, late[late.length - 1].val_loss);
   }
   return target;
 }
@@ -127,6 +131,45 @@ const inspect = (page) => page.evaluate(() => {
   return { canvases, charts, drawn: Number(document.body.dataset.charts),
            rows: document.querySelectorAll('#summary tbody tr').length };
 });
+
+// The summary tables on a laptop screen: with the folded table opened, both
+// fit the viewport (no sideways scrolling), and no figure cell's text runs
+// over two lines (a number split mid-way: "61.8 s ±" over "0.000551 s").
+async function checkLayout(page) {
+  const layout = await page.evaluate(() => {
+    const details = document.getElementById('summary-details');
+    if (details) details.open = true;
+    const tables = ['summary', 'summary-more'].map((id) => {
+      const t = document.getElementById(id);
+      return t && { id, right: t.getBoundingClientRect().right };
+    });
+    const split = [];
+    for (const cell of document.querySelectorAll('#summary td.num, #summary-more td.num')) {
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const range = document.createRange();
+        range.selectNodeContents(node);
+        const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+        if (lines.size > 1) split.push(node.textContent);
+      }
+    }
+    return { tables, split, viewport: document.documentElement.clientWidth,
+             scroll: document.documentElement.scrollWidth,
+             target: document.getElementById('target')?.dataset };
+  });
+  for (const t of layout.tables) {
+    if (!t) { failures.push('layout: a summary table is missing'); continue; }
+    if (t.right > layout.viewport + 0.5)
+      failures.push(`layout: #${t.id} ends at ${t.right} px, past the ${layout.viewport} px viewport`);
+  }
+  if (layout.scroll > layout.viewport) failures.push(`layout: the page scrolls sideways (${layout.scroll} px wide)`);
+  for (const text of layout.split) failures.push(`layout: a figure runs over two lines: "${text}"`);
+  const target = defaultTarget();
+  if (!layout.target || layout.target.rule !== 'baseline' || !close(Number(layout.target.target), target))
+    failures.push(`layout: the page's target ${JSON.stringify(layout.target)} is not the baseline rule's ${target}`);
+  console.log(`layout at ${layout.viewport} px: summary tables end at ` +
+              layout.tables.map((t) => t && `${t.right} px`).join(', ') + `; target ${target} (baseline rule)`);
+}
 
 // The page's charts as drawn; `when` prefixes each failure.
 function checkCharts(report, when) {
@@ -274,7 +317,8 @@ function compareWithRetimed(before, after, expected, network, where) {
 
 const browser = await chromium.launch({ executablePath, args, headless: true });
 try {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  // A laptop's screen: the summary tables must fit it.
+  const page = await browser.newPage({ viewport: { width: 1366, height: 900 } });
   page.on('console', (m) => { if (m.type() === 'error') failures.push('console error: ' + m.text()); });
   page.on('pageerror', (e) => failures.push('page error: ' + e.message));
   page.on('request', (r) => {
@@ -287,6 +331,7 @@ try {
     failures.push('the charts never finished drawing (body[data-charts] not set within 15 s)');
   }
 
+  await checkLayout(page);
   const report = await inspect(page);
   checkCharts(report, '');
   await page.screenshot({ path: shot, fullPage: true });
