@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "atoll/config.h"
+#include "atoll/cost.h"
 #include "atoll/net.h"
 #include "atoll/setup.h"
 #include "compress/codec.h"
@@ -36,14 +37,7 @@ at::Tensor within_an_octave(int64_t n, uint64_t seed) {
   return magnitude * sign;
 }
 
-std::string help_of(const std::string& key) {
-  Config c;
-  std::string help;
-  visit_fields(c, [&](FieldRef& f) {
-    if (f.name == key) help = f.help;
-  });
-  return help;
-}
+std::string help_of(const std::string& key) { return field_help(key); }
 
 class CodecTable : public ::testing::TestWithParam<std::string> {};
 

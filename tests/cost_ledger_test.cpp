@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 
+#include "atoll/cost.h"
 #include "atoll/net.h"
 #include "atoll/train.h"
 #include "child_process.h"

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "atoll/cost.h"
 #include "atoll/net.h"
 #include "net/collective_algorithms.h"
 #include "net/island_exchanges.h"

@@ -21,17 +21,16 @@ namespace fs = std::filesystem;
 // rank's others (model and data, say, know nothing of each other).
 const std::map<std::string, int>& area_ranks() {
   static const std::map<std::string, int> ranks = {
-      {"util", 0},                                            // knows no other area
-      {"state", 1},  {"config", 1},                           // StateVisitor; the config structs and parsing
-      {"model", 2},  {"data", 2}, {"comm", 2},                // each knows config, state and util only
-      {"compress", 3},                                        // the payload path sends through comm
-      {"launch", 3},                                          // starts jobs with comm's job token
-      {"net", 4},                                             // atoll cost sizes payloads by the codec table
-      {"strategy", 4},                                        // methods: comm + compress + model state
-      {"setup", 5},                                           // validate(), load_config(), --help: above every checked area
-      {"train", 6},                                           // the driver and the run folder
-      {"report", 7},                                          // run folders -> tables, charts, replays (whatif)
-      {"experiment", 8}, {"bench", 8},                        // sweeps and claims; benchmarks
+      {"util", 0},                                  // knows no other area
+      {"state", 1},    {"config", 1},               // StateVisitor; the config structs and parsing
+      {"model", 2},    {"data", 2},   {"net", 2},   // each knows config, state and util only
+      {"comm", 3},                                  // collectives charge net's clock and links
+      {"compress", 4}, {"launch", 4},               // the payload path sends through comm; the job token
+      {"strategy", 5}, {"cost", 5},                 // methods: comm + compress; atoll cost: net + codec sizes
+      {"setup", 6},                                 // validate(), load_config(), --help: above every checked area
+      {"train", 7},                                 // the driver and the run folder
+      {"report", 8},                                // run folders -> tables, charts, replays (whatif)
+      {"experiment", 9}, {"bench", 9},              // sweeps and claims; benchmarks
   };
   return ranks;
 }
@@ -40,7 +39,7 @@ const std::map<std::string, int>& area_ranks() {
 const std::map<std::string, std::string>& public_header_areas() {
   static const std::map<std::string, std::string> areas = {
       {"config", "config"}, {"state", "state"},   {"model", "model"},   {"data", "data"},
-      {"net", "net"},       {"comm", "comm"},     {"dist", "comm"},     {"strategy", "strategy"},
+      {"net", "net"},       {"cost", "cost"},     {"comm", "comm"},     {"dist", "comm"},     {"strategy", "strategy"},
       {"setup", "setup"},   {"train", "train"},   {"run_model", "train"},  {"retime", "train"},
       {"launch", "launch"}, {"report", "report"}, {"whatif", "report"}, {"experiment", "experiment"},
       {"bench", "bench"},

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "atoll/config.h"
+#include "atoll/cost.h"
 #include "atoll/net.h"
 #include "atoll/setup.h"
 #include "net/collective_algorithms.h"
@@ -28,14 +29,7 @@ std::string join(const std::vector<std::string>& values) {
   return out;
 }
 
-std::string help_of(const std::string& key) {
-  Config c;
-  std::string help;
-  visit_fields(c, [&](FieldRef& f) {
-    if (f.name == key) help = f.help;
-  });
-  return help;
-}
+std::string help_of(const std::string& key) { return field_help(key); }
 
 // ------------------------------------------------- collective algorithms
 

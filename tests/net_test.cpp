@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "atoll/cost.h"
 #include "atoll/net.h"
 #include "test_util.h"
 

@@ -115,12 +115,7 @@ TEST(StrategyTable, EverySuitesExclusionsNameMethodsOfTheTableWithAReason) {
 }
 
 TEST(StrategyTable, HelpOfStrategyNameListsEveryMethod) {
-  Config c;
-  std::string help;
-  visit_fields(c, [&](FieldRef& f) {
-    if (f.name == "strategy.name") help = f.help;
-  });
-  EXPECT_EQ(help, strategy_choices());
+  EXPECT_EQ(field_help("strategy.name"), strategy_choices());
 }
 
 }  // namespace

@@ -47,6 +47,10 @@ inline Config tiny_config(const std::string& strategy, int64_t workers) {
   cfg.model.n_embd = 16;
   cfg.model.block_size = 16;
   cfg.optim.warmup_steps = 2;
+  // The learning rates the golden trajectories and the recorded figures were
+  // taken with (tests/golden/): pinned here, not left to Config{}'s defaults.
+  cfg.optim.lr = 1e-3;
+  cfg.optim.min_lr = 1e-4;
   cfg.train.steps = 20;
   cfg.train.batch_size = 4;
   cfg.train.eval_every = 10;

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "atoll/cost.h"
 #include "atoll/net.h"
 
 class CostCommand {

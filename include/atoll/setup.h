@@ -24,5 +24,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 // `--help` text: every key with type, default and meaning, each list of
 // choices (strategies, codecs, devices) from its area's table.
 std::string describe_fields();
+// One key's help line as --help prints it (each list of choices filled in);
+// "" for a key that is not a field.
+std::string field_help(const std::string& key);
 
 }  // namespace atl

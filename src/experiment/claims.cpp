@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "atoll/experiment.h"
+#include "atoll/cost.h"
 #include "atoll/net.h"
 #include "util/stats.h"
 

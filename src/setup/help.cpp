@@ -56,4 +56,13 @@ std::string describe_fields() {
   return o.str();
 }
 
+std::string field_help(const std::string& key) {
+  Config c;
+  std::string help;
+  visit_fields(c, [&](FieldRef& f) {
+    if (f.name == key) help = with_choices(f.help);
+  });
+  return help;
+}
+
 }  // namespace atl

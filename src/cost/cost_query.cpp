@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "atoll/cost.h"
 #include "atoll/net.h"
 
 namespace atl {

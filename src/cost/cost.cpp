@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "atoll/cost.h"
 #include "atoll/net.h"
 #include "compress/codec_names.h"
 #include "net/island_exchanges.h"
