@@ -28,11 +28,15 @@ bool same(const atl::CheckpointRecords& a, const atl::CheckpointRecords& b) {
     const auto &x = ia->second, &y = ib->second;
     if (ia->first != ib->first || x.kind != y.kind) return false;
     switch (x.kind) {
-      case atl::RecordKind::Integer: if (x.integer != y.integer) return false; break;
+      case atl::RecordKind::Integer:
+        if (x.integer != y.integer) return false;
+        break;
       case atl::RecordKind::Real:
         if (std::memcmp(&x.real, &y.real, sizeof x.real) != 0) return false;  // NaN payloads too
         break;
-      case atl::RecordKind::Text: if (x.text != y.text) return false; break;
+      case atl::RecordKind::Text:
+        if (x.text != y.text) return false;
+        break;
       case atl::RecordKind::Tensor:
         if (x.element != y.element || x.shape != y.shape || x.text != y.text) return false;
         break;

@@ -65,8 +65,7 @@ void check(const std::string& bytes) {
     finding(std::string("encode_safetensors()'s output does not parse: ") + e.what());
   }
   if (!same(file, back)) finding("parse(encode(parse(input))) differs from parse(input)");
-  if (atl::encode_safetensors(back.tensors, back.metadata) != encoded)
-    finding("encode(parse(encode(f))) != encode(f)");
+  if (atl::encode_safetensors(back.tensors, back.metadata) != encoded) finding("encode(parse(encode(f))) != encode(f)");
 }
 
 // Where the JSON object starting at byte 8 ends, spaces after it included
@@ -78,9 +77,12 @@ size_t json_end(const std::string& bytes) {
   for (size_t i = 8; i < bytes.size(); ++i) {
     const char c = bytes[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {

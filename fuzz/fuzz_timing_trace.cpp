@@ -66,9 +66,12 @@ bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; 
 bool same(const atl::TraceRecord& a, const atl::TraceRecord& b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
-    case atl::TraceRecord::Kind::Step: return true;
-    case atl::TraceRecord::Kind::Compute: return same_bits(a.seconds, b.seconds);
-    case atl::TraceRecord::Kind::Wait: return a.waits_back == b.waits_back;
+    case atl::TraceRecord::Kind::Step:
+      return true;
+    case atl::TraceRecord::Kind::Compute:
+      return same_bits(a.seconds, b.seconds);
+    case atl::TraceRecord::Kind::Wait:
+      return a.waits_back == b.waits_back;
     case atl::TraceRecord::Kind::Call:
       return a.call.op == b.call.op && a.call.channel == b.call.channel && same_bits(a.call.bytes, b.call.bytes) &&
              a.call.rank == b.call.rank && a.call.list == b.call.list && a.call.tag == b.call.tag;
@@ -84,13 +87,18 @@ bool record(const std::vector<atl::TraceRecord>& records, size_t from, size_t to
   for (size_t i = from; i < to; ++i) {
     const atl::TraceRecord& r = records[i];
     switch (r.kind) {
-      case atl::TraceRecord::Kind::Step: t.step(); break;
-      case atl::TraceRecord::Kind::Compute: t.compute(r.seconds); break;
+      case atl::TraceRecord::Kind::Step:
+        t.step();
+        break;
+      case atl::TraceRecord::Kind::Compute:
+        t.compute(r.seconds);
+        break;
       case atl::TraceRecord::Kind::Call: {
         const int64_t id = t.call(r.call);
         const int64_t expected = atl::is_async(r.call.op) ? issued++ : -1;
         // After a restore this checks that decode() counted the async calls.
-        if (id != expected) finding("call() returned async id " + std::to_string(id) + ", not " + std::to_string(expected));
+        if (id != expected)
+          finding("call() returned async id " + std::to_string(id) + ", not " + std::to_string(expected));
         break;
       }
       case atl::TraceRecord::Kind::Wait:

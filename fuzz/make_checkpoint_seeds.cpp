@@ -60,14 +60,16 @@ int main(int argc, char** argv) {
   const char* names[] = {"f32", "f64", "i64", "i32", "u8", "f16", "bf16", "i16", "bool"};
   for (int c = 0; c <= 8; ++c) types[names[c]] = tensor(static_cast<atl::ElementType>(c), {2, 3});
   write(dir, "tensor_types", types);
-  write(dir, "tensor_shapes", {{"scalar", tensor(atl::ElementType::Float32, {})},
-                               {"zero", tensor(atl::ElementType::Float32, {0, 4})},
-                               {"rank8", tensor(atl::ElementType::UInt8, {1, 2, 1, 2, 1, 2, 1, 2})}});
-  write(dir, "mixed", {{"step", integer(7)},
-                       {"run.seed", integer(1337)},
-                       {"loss", real(2.5)},
-                       {"strategy", text("diloco")},
-                       {"worker0/model/wte.weight", tensor(atl::ElementType::Float32, {4, 2})},
-                       {"worker0/optim/step", tensor(atl::ElementType::Int64, {1})}});
+  write(dir, "tensor_shapes",
+        {{"scalar", tensor(atl::ElementType::Float32, {})},
+         {"zero", tensor(atl::ElementType::Float32, {0, 4})},
+         {"rank8", tensor(atl::ElementType::UInt8, {1, 2, 1, 2, 1, 2, 1, 2})}});
+  write(dir, "mixed",
+        {{"step", integer(7)},
+         {"run.seed", integer(1337)},
+         {"loss", real(2.5)},
+         {"strategy", text("diloco")},
+         {"worker0/model/wte.weight", tensor(atl::ElementType::Float32, {4, 2})},
+         {"worker0/optim/step", tensor(atl::ElementType::Int64, {1})}});
   return 0;
 }

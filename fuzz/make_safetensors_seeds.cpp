@@ -26,9 +26,7 @@ void write(const std::string& dir, const std::string& name, const std::string& b
 at::Tensor filled(at::ScalarType type, std::vector<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  return (at::arange(n, at::kLong) * 37 + 11).remainder(type == at::kBool ? 2 : 120)
-      .to(type)
-      .view(shape);
+  return (at::arange(n, at::kLong) * 37 + 11).remainder(type == at::kBool ? 2 : 120).to(type).view(shape);
 }
 
 // A file another writer might produce: `header` as given (no padding).
@@ -47,21 +45,24 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   write(dir, "empty", atl::encode_safetensors({}));
   write(dir, "metadata_only", atl::encode_safetensors({}, {{"format", "pt"}, {"note", "line\nbreak \"quoted\" ✓"}}));
-  write(dir, "floats", atl::encode_safetensors({{"f16", filled(at::kHalf, {2, 3})},
-                                                {"bf16", filled(at::kBFloat16, {3})},
-                                                {"f32", filled(at::kFloat, {2, 2})},
-                                                {"f64", filled(at::kDouble, {2})}}));
-  write(dir, "integers", atl::encode_safetensors({{"bool", filled(at::kBool, {5})},
-                                                  {"u8", filled(at::kByte, {4})},
-                                                  {"i8", filled(at::kChar, {2, 2})},
-                                                  {"i16", filled(at::kShort, {3})},
-                                                  {"i32", filled(at::kInt, {1, 2})},
-                                                  {"i64", filled(at::kLong, {2})}}));
-  write(dir, "shapes", atl::encode_safetensors({{"scalar", filled(at::kFloat, {})},
-                                                {"zero", filled(at::kFloat, {0, 3})},
-                                                {"also_zero", filled(at::kLong, {2, 0})},
-                                                {"rank6", filled(at::kByte, {1, 2, 1, 2, 1, 2})}},
-                                               {{"format", "pt"}}));
+  write(dir, "floats",
+        atl::encode_safetensors({{"f16", filled(at::kHalf, {2, 3})},
+                                 {"bf16", filled(at::kBFloat16, {3})},
+                                 {"f32", filled(at::kFloat, {2, 2})},
+                                 {"f64", filled(at::kDouble, {2})}}));
+  write(dir, "integers",
+        atl::encode_safetensors({{"bool", filled(at::kBool, {5})},
+                                 {"u8", filled(at::kByte, {4})},
+                                 {"i8", filled(at::kChar, {2, 2})},
+                                 {"i16", filled(at::kShort, {3})},
+                                 {"i32", filled(at::kInt, {1, 2})},
+                                 {"i64", filled(at::kLong, {2})}}));
+  write(dir, "shapes",
+        atl::encode_safetensors({{"scalar", filled(at::kFloat, {})},
+                                 {"zero", filled(at::kFloat, {0, 3})},
+                                 {"also_zero", filled(at::kLong, {2, 0})},
+                                 {"rank6", filled(at::kByte, {1, 2, 1, 2, 1, 2})}},
+                                {{"format", "pt"}}));
 
   // A 1-layer GPT with biases, n_embd 2, vocab 3, block 2, named as nanoGPT names it.
   std::vector<std::pair<std::string, at::Tensor>> gpt = {{"wte", filled(at::kFloat, {3, 2})},

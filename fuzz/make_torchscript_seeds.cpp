@@ -47,8 +47,9 @@ def example_losses(self, x, y):
     head.register_parameter("weight", shared, false);
     m.register_module("first", first);
     m.register_module("head", head);
-    m.define("def forward(self, x):\n    return torch.matmul(torch.tanh(torch.matmul(x, self.first.weight)), "
-             "self.head.weight.t())\n");
+    m.define(
+        "def forward(self, x):\n    return torch.matmul(torch.tanh(torch.matmul(x, self.first.weight)), "
+        "self.head.weight.t())\n");
     m.save((out / "tied").string());
   }
   {

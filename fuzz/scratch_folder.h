@@ -21,7 +21,7 @@ inline const std::filesystem::path& scratch_folder(const std::string& name) {
   namespace fs = std::filesystem;
   static const fs::path dir = [&] {
     const char* env = std::getenv("ATOLL_FUZZ_TMP");
-    const fs::path base = env && *env ? fs::path(env)
+    const fs::path base = env && *env              ? fs::path(env)
                           : fs::exists("/dev/shm") ? fs::path("/dev/shm")
                                                    : fs::temp_directory_path();
     fs::path d = base / ("atoll_fuzz_" + name + "_" + std::to_string(::getpid()));

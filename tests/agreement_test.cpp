@@ -76,7 +76,8 @@ TEST(WorkerAgreement, TensorsAreWeightedByTheirSizeAndUnmovedTensorsAreSkipped) 
   const Agreement b = worker_agreement({w0, plus(start, {u, noisy, z, at::ones({1})})}, start);
   const at::Tensor x = v.reshape({-1}).to(at::kDouble), y = noisy.reshape({-1}).to(at::kDouble);
   const at::Tensor xc = x - x.mean(), yc = y - y.mean();
-  const double r = (xc * yc).sum().item<double>() / std::sqrt((xc * xc).sum().item<double>() * (yc * yc).sum().item<double>());
+  const double r =
+      (xc * yc).sum().item<double>() / std::sqrt((xc * xc).sum().item<double>() * (yc * yc).sum().item<double>());
   ASSERT_GT(r, 0.3);
   ASSERT_LT(r, 0.9);
   EXPECT_NEAR(b.update_correlation, (1000 * 1.0 + 3000 * r) / 4000, 1e-9);

@@ -133,12 +133,15 @@ TEST(BadInput, EveryCaseExitsWithAMessageNamingTheProblemAndLeavesTheRunFolderAs
       {"missing data folder", {"train", good, "--run.name=fresh", "--data.dir=" + tmp.path("nowhere")}, "nowhere"},
       {"truncated data file", {"train", good, "--run.name=fresh", "--data.dir=" + data_copy}, "train.bin"},
       {"data without meta.json", {"train", good, "--run.name=fresh", "--data.dir=" + no_meta}, "meta.json"},
-      {"meta.json nested 400,000 levels deep", {"train", good, "--run.name=fresh", "--data.dir=" + deep_meta},
+      {"meta.json nested 400,000 levels deep",
+       {"train", good, "--run.name=fresh", "--data.dir=" + deep_meta},
        "meta.json: JSON nested deeper than 64 levels"},
-      {"dist timeout that is not finite", {"train", good, "--resume", "--dist-timeout=inf"},
+      {"dist timeout that is not finite",
+       {"train", good, "--resume", "--dist-timeout=inf"},
        "--dist-timeout='inf' is out of range"},
       {"existing run folder", {"train", good}, "already exists"},
-      {"overwrite of a folder that is not a run", {"train", good, "--run.name=notes", "--overwrite"},
+      {"overwrite of a folder that is not a run",
+       {"train", good, "--run.name=notes", "--overwrite"},
        "is not an atoll run folder"},
       {"run name that leaves its folder", {"train", good, "--run.name=.."}, "run.name must be"},
       {"resume with another strategy", {"train", good, "--resume", "--strategy=ddp"}, "strategy.name"},
@@ -197,14 +200,16 @@ TEST(Cli, AtollAloneListsEveryCommandWithALineEach) {
   const std::string out = p.out_text();
   for (const char* command : {"train", "sweep", "compare", "report", "results", "cost", "retime", "whatif", "export",
                               "sample", "launch", "prepare", "bench", "config", "token"})
-    EXPECT_NE(out.find("\n  " + std::string(command) + " "), std::string::npos) << command << " is not listed:\n" << out;
+    EXPECT_NE(out.find("\n  " + std::string(command) + " "), std::string::npos) << command << " is not listed:\n"
+                                                                                << out;
 }
 
 TEST(Cli, TheStartLineComesBeforeAnErrorEvenThroughAPipe) {
   testing::TempDir tmp;
   // Both streams into one file, as `atoll train ... 2>&1 | less` shows them.
-  testing::ChildProcess p("/bin/sh", {"-c", kAtoll + " train --data.dataset=text --data.dir=" + tmp.path("nowhere") +
-                                                " --run.out_dir=" + tmp.str() + " > " + tmp.path("both") + " 2>&1"},
+  testing::ChildProcess p("/bin/sh",
+                          {"-c", kAtoll + " train --data.dataset=text --data.dir=" + tmp.path("nowhere") +
+                                     " --run.out_dir=" + tmp.str() + " > " + tmp.path("both") + " 2>&1"},
                           tmp.path("out"), tmp.path("err"));
   ASSERT_EQ(p.wait_exit(60s), 1);
   const std::string both = testing::read_text(tmp.path("both"));

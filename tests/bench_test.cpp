@@ -12,17 +12,18 @@
 #include "atoll/train.h"
 #include "compress/codec_names.h"
 #include "strategy/table.h"
+#include "test_util.h"
 #include "train/threads.h"
 #include "util/machine.h"
-#include "test_util.h"
 
 namespace atl {
 namespace {
 
 // A tiny GPT so that the strategy group's ten runs take a few seconds.
 std::vector<std::string> tiny_model() {
-  return {"model.n_layer=1", "model.n_head=2", "model.n_embd=16", "model.block_size=16", "train.batch_size=2",
-          "diloco.inner_steps=20", "noloco.inner_steps=10", "palsgd.inner_steps=8", "palsgd.ddp_warmup_steps=4"};
+  return {"model.n_layer=1",       "model.n_head=2",       "model.n_embd=16",
+          "model.block_size=16",   "train.batch_size=2",   "diloco.inner_steps=20",
+          "noloco.inner_steps=10", "palsgd.inner_steps=8", "palsgd.ddp_warmup_steps=4"};
 }
 
 TEST(Bench, EveryFigureOfTheChosenGroupsIsPrintedWithItsRatioAndWrittenToJson) {

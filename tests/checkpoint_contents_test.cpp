@@ -24,7 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 struct Mutation {
   std::string what, record, expect;  // expect: in the error message
   CheckpointRecords records;
@@ -89,7 +88,8 @@ TEST(CheckpointContents, EveryStrategysStateWalkRefusesRecordsThatDoNotFitNaming
               << part << ": " << m.what << " of '" << m.record << "': " << e.what();
           ++refused;
         }
-        EXPECT_TRUE(testing::folder_snapshot(tmp.path("run")) == before) << part << ": " << m.what << " changed the run folder";
+        EXPECT_TRUE(testing::folder_snapshot(tmp.path("run")) == before)
+            << part << ": " << m.what << " changed the run folder";
       }
       write_file_atomic(file.string(), original);
     }

@@ -25,8 +25,9 @@ namespace fs = std::filesystem;
 // metrics.jsonl with the wall-clock fields removed: what must be identical
 // (eval_s, final_eval_s: how long evaluations took).
 std::vector<nlohmann::json> deterministic_events(const fs::path& dir) {
-  static const std::vector<std::string> wall = {"elapsed_s", "tokens_per_s", "model_flops_per_s", "correlation_ms",
-                                                "wall_s", "eta_s", "eval_s", "final_eval_s", "startup_s"};
+  static const std::vector<std::string> wall = {"elapsed_s",      "tokens_per_s", "model_flops_per_s",
+                                                "correlation_ms", "wall_s",       "eta_s",
+                                                "eval_s",         "final_eval_s", "startup_s"};
   std::vector<nlohmann::json> out;
   std::ifstream in(dir / "metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
@@ -59,7 +60,7 @@ Config resume_config(const std::string& param, const std::string& out_dir) {
   cfg.network.compute_time = "flops";  // simulated time is then exact too
   cfg.network.jitter = "2ms";          // seeded per op: the op counter must resume
   cfg.sparta.p = 0.05;
-  cfg.sparta.delay = 2;                // averages still in flight at the checkpoint
+  cfg.sparta.delay = 2;  // averages still in flight at the checkpoint
   cfg.streaming.fragment_blocks = 1;
   cfg.palsgd.inner_steps = 4;
   cfg.palsgd.ddp_warmup_steps = 2;
@@ -114,8 +115,7 @@ TEST_P(ResumeEquality, StoppedAndResumedRunMatchesTheUninterruptedRunBitwise) {
   EXPECT_EQ(CheckpointStore(tmp.path("resumed")).steps(), (std::vector<int64_t>{20, 16, 12}));
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryStrategy, ResumeEquality, ::testing::ValuesIn(resume_cases()),
-                         testing::method_test_name);
+INSTANTIATE_TEST_SUITE_P(EveryStrategy, ResumeEquality, ::testing::ValuesIn(resume_cases()), testing::method_test_name);
 
 TEST(CheckpointFile, RoundTripsEveryKindOfRecord) {
   CheckpointRecords r;

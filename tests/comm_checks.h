@@ -88,7 +88,8 @@ inline void run_gloo_groups(std::vector<std::unique_ptr<DistGroup>>& groups, con
 inline void run_gloo_ranks(std::vector<std::unique_ptr<DistGroup>>& groups,
                            const std::function<void(Communicator&)>& fn,
                            std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  run_gloo_groups(groups, [&](DistGroup& g) { fn(g.comm()); }, timeout);
+  run_gloo_groups(
+      groups, [&](DistGroup& g) { fn(g.comm()); }, timeout);
 }
 
 inline std::shared_ptr<InProcessGroup> make_group(int64_t n, CollectiveAlgo algo = CollectiveAlgo::Ring) {

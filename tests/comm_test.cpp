@@ -21,10 +21,10 @@
 
 #include "atoll/comm.h"
 #include "atoll/dist.h"
-#include "comm/gloo_group.h"
-#include "comm/gloo_rendezvous.h"
 #include "atoll/launch.h"
 #include "atoll/net.h"
+#include "comm/gloo_group.h"
+#include "comm/gloo_rendezvous.h"
 #include "comm_checks.h"
 #include "test_util.h"
 
@@ -263,8 +263,7 @@ void expect_entry(const LedgerEntry& e, CommOp op, const ByteCount& want, const 
 
 TEST(Ledger, ByteCountsEqualBytesForEveryOpAndAlgorithmAtN4) {
   const int64_t n = 4;
-  for (CollectiveAlgo algo :
-       {CollectiveAlgo::Ring, CollectiveAlgo::Tree, CollectiveAlgo::ParameterServer}) {
+  for (CollectiveAlgo algo : {CollectiveAlgo::Ring, CollectiveAlgo::Tree, CollectiveAlgo::ParameterServer}) {
     SCOPED_TRACE(to_string(algo));
     auto group = make_group(n, algo);
     run_ranks(group, [n, algo](Communicator& c) {
@@ -510,26 +509,34 @@ void expect_invalid_in_every_rank(int64_t n, const std::function<void(Communicat
 }
 
 TEST(InProcessGroup, MismatchedShapesThrowInEveryRank) {
-  expect_invalid_in_every_rank(3, [](Communicator& c) {
-    at::Tensor t = at::ones({c.rank() == 2 ? 5 : 4}, at::kFloat);
-    c.all_reduce(t, ReduceOp::Sum, "grad");
-  }, {"rank 0", "rank 2", "4 elements", "5 elements"});
-  expect_invalid_in_every_rank(3, [](Communicator& c) {
-    at::Tensor t = at::ones({4}, c.rank() == 1 ? at::kDouble : at::kFloat);
-    c.broadcast(t, 0, "params");
-  }, {"broadcast", "rank 0", "rank 1", "Double"});
-  expect_invalid_in_every_rank(2, [](Communicator& c) {
-    at::Tensor t = at::ones({4}, at::kFloat);
-    if (c.rank() == 0) {
-      c.all_reduce(t, ReduceOp::Sum, "grad");
-    } else {
-      c.broadcast(t, 0, "grad");
-    }
-  }, {"all_reduce", "broadcast", "rank 1"});
-  expect_invalid_in_every_rank(2, [](Communicator& c) {
-    std::vector<at::Tensor> out;
-    c.all_gather(at::ones({2}, c.rank() == 0 ? at::kFloat : at::kLong), out, "g");
-  }, {"all_gather", "rank 1"});
+  expect_invalid_in_every_rank(3,
+                               [](Communicator& c) {
+                                 at::Tensor t = at::ones({c.rank() == 2 ? 5 : 4}, at::kFloat);
+                                 c.all_reduce(t, ReduceOp::Sum, "grad");
+                               },
+                               {"rank 0", "rank 2", "4 elements", "5 elements"});
+  expect_invalid_in_every_rank(3,
+                               [](Communicator& c) {
+                                 at::Tensor t = at::ones({4}, c.rank() == 1 ? at::kDouble : at::kFloat);
+                                 c.broadcast(t, 0, "params");
+                               },
+                               {"broadcast", "rank 0", "rank 1", "Double"});
+  expect_invalid_in_every_rank(2,
+                               [](Communicator& c) {
+                                 at::Tensor t = at::ones({4}, at::kFloat);
+                                 if (c.rank() == 0) {
+                                   c.all_reduce(t, ReduceOp::Sum, "grad");
+                                 } else {
+                                   c.broadcast(t, 0, "grad");
+                                 }
+                               },
+                               {"all_reduce", "broadcast", "rank 1"});
+  expect_invalid_in_every_rank(2,
+                               [](Communicator& c) {
+                                 std::vector<at::Tensor> out;
+                                 c.all_gather(at::ones({2}, c.rank() == 0 ? at::kFloat : at::kLong), out, "g");
+                               },
+                               {"all_gather", "rank 1"});
 }
 
 TEST(InProcessGroup, PointToPointShapeMismatchThrowsInReceiver) {
@@ -551,8 +558,8 @@ TEST(InProcessGroup, InvalidArgumentsThrowBeforeAnythingIsRecorded) {
   Communicator& c = group->rank(0);
   at::Tensor t = at::ones({4}, at::kFloat);
   at::Tensor u = at::empty({4}, at::kFloat);
-  EXPECT_THROW(c.exchange(t, u, 0, "x"), std::invalid_argument);   // self
-  EXPECT_THROW(c.exchange(t, u, 2, "x"), std::invalid_argument);   // out of range
+  EXPECT_THROW(c.exchange(t, u, 0, "x"), std::invalid_argument);  // self
+  EXPECT_THROW(c.exchange(t, u, 2, "x"), std::invalid_argument);  // out of range
   at::Tensor wrong = at::empty({5}, at::kFloat);
   EXPECT_THROW(c.exchange(t, wrong, 1, "x"), std::invalid_argument);  // shape differs
   EXPECT_THROW(c.send(t, -1, "x"), std::invalid_argument);

@@ -24,9 +24,8 @@ TEST(Compression, DenseCodecsChargeTheirEncodedSizeInTheAllReduce) {
     double bytes;  // per sync, per rank payload
   };
   for (const Case& c : {Case{"fp32", kParams * 8},  // uncompressed: the payload's own float64
-                        Case{"fp16", kParams * 2}, Case{"bf16", kParams * 2},
-                        Case{"int8", kParams + 4}, Case{"fp4", std::ceil(kParams / 2) + 4},
-                        Case{"fp4-e2m1", std::ceil(kParams / 2) + 4}}) {
+                        Case{"fp16", kParams * 2}, Case{"bf16", kParams * 2}, Case{"int8", kParams + 4},
+                        Case{"fp4", std::ceil(kParams / 2) + 4}, Case{"fp4-e2m1", std::ceil(kParams / 2) + 4}}) {
     Config cfg = base_config("diloco", "adamw");
     cfg.diloco.inner_steps = 4;
     cfg.diloco.codec = c.codec;

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 #include <string>
@@ -69,12 +69,12 @@ TEST(ConfigToml, WrongTypesAreNamedWithTheExpectedType) {
     std::string text, key, expected;
   };
   const std::vector<Case> cases = {
-      {"[train]\nsteps = \"10\"\n", "train.steps", "expected an integer"},   // string for int
-      {"[train]\nsteps = 1.5\n", "train.steps", "expected an integer"},      // float for int
-      {"[model]\nn_embd = 64.0\n", "model.n_embd", "expected an integer"},   // integral float for int
-      {"[run]\noverwrite = 1\n", "run.overwrite", "expected true or false"}, // int for bool
-      {"[run]\nname = 5\n", "run.name", "expected a string"},                // number for string
-      {"[optim]\nlr = \"fast\"\n", "optim.lr", "expected a number"},         // string for float
+      {"[train]\nsteps = \"10\"\n", "train.steps", "expected an integer"},    // string for int
+      {"[train]\nsteps = 1.5\n", "train.steps", "expected an integer"},       // float for int
+      {"[model]\nn_embd = 64.0\n", "model.n_embd", "expected an integer"},    // integral float for int
+      {"[run]\noverwrite = 1\n", "run.overwrite", "expected true or false"},  // int for bool
+      {"[run]\nname = 5\n", "run.name", "expected a string"},                 // number for string
+      {"[optim]\nlr = \"fast\"\n", "optim.lr", "expected a number"},          // string for float
   };
   for (const Case& c : cases) {
     auto e = toml_errors(c.text);
@@ -139,8 +139,7 @@ TEST(ConfigOverride, NonNumericIntIsNamed) {
 TEST(ConfigOverride, ValuesAreParsedByFieldType) {
   Config c;
   std::vector<std::string> errors;
-  apply_overrides(c, {"train.steps=7", "optim.lr=3e-4", "model.bias=true", "run.name=my run", "run.seed=-2"},
-                  errors);
+  apply_overrides(c, {"train.steps=7", "optim.lr=3e-4", "model.bias=true", "run.name=my run", "run.seed=-2"}, errors);
   EXPECT_TRUE(errors.empty()) << join(errors);
   EXPECT_EQ(c.train.steps, 7);
   EXPECT_EQ(c.optim.lr, 3e-4);
@@ -173,8 +172,11 @@ TEST(ConfigValidate, OutOfRangeValuesAreNamed) {
   const std::vector<Case> cases = {
       {"steps 0", "train.steps", [](Config& c) { c.train.steps = 0; }},
       {"dropout 1", "model.dropout", [](Config& c) { c.model.dropout = 1.0; }},
-      {"n_embd % n_head", "model.n_embd", [](Config& c) { c.model.n_embd = 30;
-                                  c.model.n_head = 4; }},
+      {"n_embd % n_head", "model.n_embd",
+       [](Config& c) {
+         c.model.n_embd = 30;
+         c.model.n_head = 4;
+       }},
       {"min_lr > lr", "optim.min_lr", [](Config& c) { c.optim.min_lr = 2 * c.optim.lr; }},
       {"outer momentum 1", "diloco.outer_momentum", [](Config& c) { c.diloco.outer_momentum = 1.0; }},
       {"sparta p 1.5", "sparta.p", [](Config& c) { c.sparta.p = 1.5; }},
@@ -183,19 +185,27 @@ TEST(ConfigValidate, OutOfRangeValuesAreNamed) {
       {"sparta delay -1", "sparta.delay", [](Config& c) { c.sparta.delay = -1; }},
       {"sparta apply", "sparta.apply", [](Config& c) { c.sparta.apply = "add"; }},
       {"fault rate 1", "sparta.fault_rate", [](Config& c) { c.sparta.fault_rate = 1.0; }},
-      {"cosine p with partitions", "sparta.p_schedule", [](Config& c) {
+      {"cosine p with partitions", "sparta.p_schedule",
+       [](Config& c) {
          c.sparta.p_schedule = "cosine";
-         c.sparta.selector = "partitioned"; }},
-      {"cosine p above 1", "sparta.p_schedule", [](Config& c) {
+         c.sparta.selector = "partitioned";
+       }},
+      {"cosine p above 1", "sparta.p_schedule",
+       [](Config& c) {
          c.sparta.p_schedule = "cosine";
-         c.sparta.p = 0.9; }},
-      {"p 0 with partitions", "sparta.p = 0", [](Config& c) {
+         c.sparta.p = 0.9;
+       }},
+      {"p 0 with partitions", "sparta.p = 0",
+       [](Config& c) {
          c.sparta.p = 0;
-         c.sparta.selector = "sequential"; }},
+         c.sparta.selector = "sequential";
+       }},
       {"topology", "strategy.topology", [](Config& c) { c.strategy.topology = "star"; }},
-      {"topology for ddp", "strategy.topology", [](Config& c) {
+      {"topology for ddp", "strategy.topology",
+       [](Config& c) {
          c.strategy.name = "ddp";
-         c.strategy.topology = "ring"; }},
+         c.strategy.topology = "ring";
+       }},
       {"noloco group 1", "noloco.group_size", [](Config& c) { c.noloco.group_size = 1; }},
       {"correlation -1", "strategy.correlation_every", [](Config& c) { c.strategy.correlation_every = -1; }},
       {"codec", "diloco.codec", [](Config& c) { c.diloco.codec = "fp3"; }},
@@ -205,24 +215,30 @@ TEST(ConfigValidate, OutOfRangeValuesAreNamed) {
       {"bucket 0", "ddp.bucket_mb must be > 0", [](Config& c) { c.ddp.bucket_mb = 0; }},
       {"first bucket -1", "ddp.first_bucket_mb must be > 0", [](Config& c) { c.ddp.first_bucket_mb = -1; }},
       {"palsgd p 1", "palsgd.p", [](Config& c) { c.palsgd.p = 1.0; }},
-      {"palsgd overshoot", "palsgd", [](Config& c) {
+      {"palsgd overshoot", "palsgd",
+       [](Config& c) {
          c.strategy.name = "palsgd";
          c.strategy.workers = 2;
          c.optim.lr = 0.5;
-         c.optim.min_lr = 0.0; }},
+         c.optim.min_lr = 0.0;
+       }},
       {"demo int16 big chunk", "demo.index_dtype", [](Config& c) { c.demo.chunk = 256; }},
-      {"streaming H not multiple of F", "streaming: diloco.inner_steps", [](Config& c) {
+      {"streaming H not multiple of F", "streaming: diloco.inner_steps",
+       [](Config& c) {
          c.strategy.name = "streaming";
          c.strategy.workers = 2;
          c.model.n_layer = 6;
          c.streaming.fragment_blocks = 2;
-         c.diloco.inner_steps = 100; }},
-      {"streaming overlap", "streaming.overlap", [](Config& c) {
+         c.diloco.inner_steps = 100;
+       }},
+      {"streaming overlap", "streaming.overlap",
+       [](Config& c) {
          c.strategy.name = "streaming";
          c.strategy.workers = 2;
          c.diloco.inner_steps = 4;
          c.streaming.fragment_blocks = 1;
-         c.streaming.overlap = 1; }},
+         c.streaming.overlap = 1;
+       }},
   };
   for (const Case& k : cases) {
     Config c = default_config();
@@ -256,8 +272,8 @@ TEST(ConfigValidate, ImageModelsNeedMnistAndGptNeedsText) {
 
 TEST(ConfigValidate, ReportsEveryProblemAtOnce) {
   TempDir dir;
-  std::string path = dir.write("three.toml",
-                               "[train]\nsteps = 0\n[model]\ndropout = 1.5\n[diloco]\nouter_momentum = 1.0\n");
+  std::string path =
+      dir.write("three.toml", "[train]\nsteps = 0\n[model]\ndropout = 1.5\n[diloco]\nouter_momentum = 1.0\n");
   try {
     load_config(path, {});
     FAIL() << "a config with three problems was accepted";
@@ -290,8 +306,8 @@ TEST(ConfigLoad, BadInputThrowsConfigErrorNamingTheKey) {
 // gets from Config{} and what --help prints (describe_fields).
 TEST(ConfigLoad, StructDefaultsAreWhatUsersGet) {
   const Config loaded = load_config("", {});
-  EXPECT_EQ(flatten(loaded), flatten(Config{})) << describe_difference(flatten(loaded), flatten(Config{}),
-                                                                       "load_config(\"\")", "Config{}");
+  EXPECT_EQ(flatten(loaded), flatten(Config{}))
+      << describe_difference(flatten(loaded), flatten(Config{}), "load_config(\"\")", "Config{}");
   EXPECT_TRUE(validate(Config{}).empty()) << join(validate(Config{}));
   const std::string help = describe_fields();
   Config c;

@@ -108,9 +108,9 @@ TEST(CharTokenizer, RejectsUnseenCharacterNamingIt) {
 }
 
 TEST(CharTokenizer, RejectsInvalidUtf8) {
-  EXPECT_THROW(make_char_tokenizer_from_text("ab\xC3"), std::invalid_argument);          // truncated
-  EXPECT_THROW(make_char_tokenizer_from_text("\xC0\xAF"), std::invalid_argument);        // overlong
-  EXPECT_THROW(make_char_tokenizer_from_text("\xED\xA0\x80"), std::invalid_argument);    // surrogate
+  EXPECT_THROW(make_char_tokenizer_from_text("ab\xC3"), std::invalid_argument);        // truncated
+  EXPECT_THROW(make_char_tokenizer_from_text("\xC0\xAF"), std::invalid_argument);      // overlong
+  EXPECT_THROW(make_char_tokenizer_from_text("\xED\xA0\x80"), std::invalid_argument);  // surrogate
   EXPECT_THROW(make_char_tokenizer_from_text("\xFF"), std::invalid_argument);
   auto tok = make_char_tokenizer_from_text("ab");
   const std::string msg = error_of([&] { tok->encode("a\x80"); });
@@ -432,7 +432,8 @@ TEST(TokenBatchSampler, WindowsAreInsideRangesAndYIsXShifted) {
       const int64_t start = xa[b][0];
       bool inside = false;
       for (size_t k = 0; k < ranges.size(); ++k)
-        if (start >= ranges[k].begin && start + T + 1 <= ranges[k].end) inside = true, ranges_hit.insert(static_cast<int64_t>(k));
+        if (start >= ranges[k].begin && start + T + 1 <= ranges[k].end)
+          inside = true, ranges_hit.insert(static_cast<int64_t>(k));
       EXPECT_TRUE(inside) << "window at " << start;
       for (int64_t i = 0; i < T; ++i) {
         EXPECT_EQ(xa[b][i], start + i);

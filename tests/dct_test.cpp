@@ -29,8 +29,7 @@ bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
 
 BlockTopK sent(std::vector<int64_t> index, std::vector<float> value, int64_t blocks) {
   const int64_t k = int64_t(index.size()) / blocks;
-  return {at::tensor(index, at::kLong).reshape({blocks, k}),
-          at::tensor(value, at::kFloat).reshape({blocks, k})};
+  return {at::tensor(index, at::kLong).reshape({blocks, k}), at::tensor(value, at::kFloat).reshape({blocks, k})};
 }
 
 TEST(DctPlan, BlockSidesAreTheLargestDivisorsAtMostTheChunk) {
@@ -122,8 +121,7 @@ TEST(DctTransform, CoefficientsAreRowMajorPerBlockInBlockGridOrder) {
   at::Tensor x = at::zeros({4, 6}, at::kDouble);
   x[2][1] = 1;  // block row 1, block column 0, in-block (0, 1)
   const at::Tensor c = d.encode(x);
-  for (int64_t b = 0; b < d.blocks(); ++b)
-    EXPECT_EQ(c[b].abs().sum().item<double>() > 0, b == 2) << "block " << b;
+  for (int64_t b = 0; b < d.blocks(); ++b) EXPECT_EQ(c[b].abs().sum().item<double>() > 0, b == 2) << "block " << b;
   // The coefficient (u, v) = (0, 0) is at position 0, (1, 2) at 1 * 3 + 2 = 5.
   const at::Tensor d1 = dct_matrix(2), d2 = dct_matrix(3);
   EXPECT_NEAR(c[2][5].item<double>(), d1[1][0].item<double>() * d2[2][1].item<double>(), 1e-12);
@@ -153,9 +151,16 @@ TEST(DctTopK, KIsClampedToTheBlockSizeAndTiesGoToTheLowerIndex) {
 // key |v| (NaN as infinity), descending, ties to the lower index.
 template <typename T>
 void check_rows_against_sorting(at::ScalarType dtype, uint64_t seed) {
-  const T specials[] = {T(0), -T(0), T(1), T(-1), T(0.5), std::numeric_limits<T>::infinity(),
-                        -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN(),
-                        -std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::denorm_min()};
+  const T specials[] = {T(0),
+                        -T(0),
+                        T(1),
+                        T(-1),
+                        T(0.5),
+                        std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(),
+                        std::numeric_limits<T>::quiet_NaN(),
+                        -std::numeric_limits<T>::quiet_NaN(),
+                        std::numeric_limits<T>::denorm_min()};
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal;
   std::uniform_real_distribution<double> u;
@@ -196,8 +201,8 @@ TEST(DctTopK, MatchesSortingEachRowWithTiesNanInfinityAndSignedZeros) {
 // DeMo works in the row layout; every function must give bitwise what the
 // block-order one gives, coefficient for coefficient.
 TEST(DctRowLayout, EveryFunctionGivesBitwiseTheBlockOrderResult) {
-  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{
-           {128, 192}, {85, 192}, {10, 7}, {3, 200}, {100}, {67}, {6, 4, 10}}) {
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{128, 192}, {85, 192}, {10, 7}, {3, 200}, {100}, {67}, {6, 4, 10}}) {
     for (auto dtype : {at::kFloat, at::kDouble}) {
       const BlockDct d(shape, 64);
       const CoefficientLayout layout = d.row_layout();
@@ -206,8 +211,7 @@ TEST(DctRowLayout, EveryFunctionGivesBitwiseTheBlockOrderResult) {
       ASSERT_EQ(rows.numel(), blocks.numel());
       at::Tensor moved = at::empty_like(blocks);
       for (int64_t b = 0; b < d.blocks(); ++b)
-        for (int64_t e = 0; e < d.block_size(); ++e)
-          moved[b][e] = rows.reshape({-1})[layout.offset(b, e)];
+        for (int64_t e = 0; e < d.block_size(); ++e) moved[b][e] = rows.reshape({-1})[layout.offset(b, e)];
       EXPECT_TRUE(bitwise_equal(moved, blocks)) << shape.size() << " " << dtype;
       EXPECT_TRUE(bitwise_equal(d.decode_rows(rows), d.decode(blocks)));
       const int64_t k = std::min<int64_t>(5, d.block_size());

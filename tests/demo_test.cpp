@@ -188,8 +188,8 @@ TEST(DeMoSign, DecoupledWeightDecayShrinksThenMovesEveryEntryByExactlyLrOrZero) 
 // The harness draws y independently of x ~ N(0, I), so the expected loss is
 // E mean_j (x W_j + b_j - y_j)^2 = 1 + (|W|^2 + |b|^2) / out, minimised at W = 0, b = 0.
 double expected_loss(const std::vector<at::Tensor>& p) {
-  return 1.0 + (p[0].detach().pow(2).sum().item<double>() + p[1].detach().pow(2).sum().item<double>()) /
-                   double(p[0].size(1));
+  return 1.0 +
+         (p[0].detach().pow(2).sum().item<double>() + p[1].detach().pow(2).sum().item<double>()) / double(p[0].size(1));
 }
 
 TEST(DeMoTraining, WorkersWithDifferentDataLowerTheExpectedLossOver50Steps) {

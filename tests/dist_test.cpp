@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <fcntl.h>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -21,9 +21,9 @@
 #include "atoll/train.h"
 #include "every_strategy.h"
 #include "test_util.h"
+#include "tiny_data.h"
 #include "train/timing_files.h"
 #include "util/file_io.h"
-#include "tiny_data.h"
 
 namespace atl {
 namespace {
@@ -38,13 +38,12 @@ const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
 // mechanism within 12 steps on the generated text.
 std::vector<std::string> tiny_overrides(const std::string& strategy, const std::string& out_dir,
                                         const std::string& name) {
-  return {"data.dataset=text", "data.dir=" + tiny_text_dir(), "model.n_layer=2", "model.n_head=2",
-          "model.n_embd=16", "model.block_size=16", "optim.warmup_steps=2", "train.steps=12",
-          "train.batch_size=4", "train.eval_every=6", "train.eval_batches=2", "train.log_every=3",
-          "strategy.name=" + strategy, "strategy.workers=2", "strategy.correlation_every=6",
-          "diloco.inner_steps=4", "noloco.inner_steps=4", "palsgd.inner_steps=4", "palsgd.ddp_warmup_steps=2",
-          "sparta.p=0.05", "streaming.fragment_blocks=1", "run.progress=false", "run.out_dir=" + out_dir,
-          "run.name=" + name,
+  return {"data.dataset=text", "data.dir=" + tiny_text_dir(), "model.n_layer=2", "model.n_head=2", "model.n_embd=16",
+          "model.block_size=16", "optim.warmup_steps=2", "train.steps=12", "train.batch_size=4", "train.eval_every=6",
+          "train.eval_batches=2", "train.log_every=3", "strategy.name=" + strategy, "strategy.workers=2",
+          "strategy.correlation_every=6", "diloco.inner_steps=4", "noloco.inner_steps=4", "palsgd.inner_steps=4",
+          "palsgd.ddp_warmup_steps=2", "sparta.p=0.05", "streaming.fragment_blocks=1", "run.progress=false",
+          "run.out_dir=" + out_dir, "run.name=" + name,
           // Modelled compute and a 10 Mbit/s, 5 ms network: compute and network
           // time are then deterministic and must agree between the drivers too.
           "network.compute_time=flops", "network.bandwidth=10Mbit/s", "network.latency=5ms"};
@@ -79,7 +78,6 @@ std::vector<nlohmann::json> read_events(const std::string& run_dir) {
   return out;
 }
 
-
 // ---------------------------------------------------------------------------
 // Equivalence with the simulator
 
@@ -106,9 +104,9 @@ TEST_P(RealEqualsSimulated, TwoRanksOverGlooMatchTheSimulatorBitwise) {
   int compared = 0;
   for (size_t k = 0; k < want.size(); ++k) {
     EXPECT_EQ(got[k]["event"], want[k]["event"]);
-    for (const char* key : {"loss", "val_loss", "bytes_sent_per_worker", "bytes_received_per_worker",
-                            "correlation", "params_hash_per_worker", "bytes_sent_by_tag_total",
-                            "compute_s", "network_model_s_per_worker"}) {
+    for (const char* key :
+         {"loss", "val_loss", "bytes_sent_per_worker", "bytes_received_per_worker", "correlation",
+          "params_hash_per_worker", "bytes_sent_by_tag_total", "compute_s", "network_model_s_per_worker"}) {
       if (!want[k].contains(key)) continue;
       EXPECT_EQ(got[k][key], want[k][key]) << strategy << " event " << k << " (" << want[k]["event"] << ") " << key;
       ++compared;
@@ -158,9 +156,9 @@ TEST_P(RealIslandsEqualSimulated, TwoIslandsOfTwoRanksOverGlooMatchTheSimulatorB
   ASSERT_EQ(got.size(), want.size());
   int compared = 0;
   for (size_t k = 0; k < want.size(); ++k) {
-    for (const char* key : {"loss", "val_loss", "bytes_sent_per_worker", "intra_bytes_sent_per_worker",
-                            "params_hash_per_worker", "compute_s", "network_model_s_per_worker",
-                            "intra_network_model_s_per_worker"}) {
+    for (const char* key :
+         {"loss", "val_loss", "bytes_sent_per_worker", "intra_bytes_sent_per_worker", "params_hash_per_worker",
+          "compute_s", "network_model_s_per_worker", "intra_network_model_s_per_worker"}) {
       if (!want[k].contains(key)) continue;
       EXPECT_EQ(got[k][key], want[k][key]) << strategy << " event " << k << " (" << want[k]["event"] << ") " << key;
       ++compared;
@@ -312,8 +310,8 @@ struct TwoRanks {
   int code0 = -1, code1 = -1;
   std::string err0, err1;
 };
-TwoRanks run_two_ranks(std::vector<std::string> args0, int64_t world0, std::vector<std::string> args1,
-                       int64_t world1, const testing::TempDir& dir) {
+TwoRanks run_two_ranks(std::vector<std::string> args0, int64_t world0, std::vector<std::string> args1, int64_t world1,
+                       const testing::TempDir& dir) {
   args0.push_back("--dist-timeout=30");
   args1.push_back("--dist-timeout=30");
   const int port = pick_free_port("127.0.0.1");

@@ -177,8 +177,7 @@ TEST(Evaluation, FullSplitCoversEveryNonOverlappingWindowExactlyOnceInOrder) {
     if (e["event"] != "eval") continue;
     const bool last = e["step"] == cfg.train.steps;
     EXPECT_EQ(e["eval_split"], last ? "full" : "sample");
-    EXPECT_EQ(e["eval_tokens"].get<int64_t>(),
-              last ? windows * t : cfg.train.eval_batches * cfg.train.batch_size * t);
+    EXPECT_EQ(e["eval_tokens"].get<int64_t>(), last ? windows * t : cfg.train.eval_batches * cfg.train.batch_size * t);
     EXPECT_GT(e["val_loss_se"].get<double>(), 0);
     if (last) {
       EXPECT_EQ(e["val_loss"].get<double>(), s.final_val_loss);

@@ -3,25 +3,25 @@
 // and the shipped presets themselves.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstdlib>
 #include <sys/wait.h>
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
-#include <sstream>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "atoll/config.h"
 #include "atoll/experiment.h"
-#include "util/stats.h"
 #include "atoll/report.h"
 #include "atoll/setup.h"
-#include "test_util.h"
 #include "child_process.h"
+#include "test_util.h"
 #include "tiny_data.h"
+#include "util/stats.h"
 
 namespace atl {
 namespace {
@@ -32,9 +32,7 @@ using testing::TempDir;
 
 const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
 
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // A preset over the generated tiny corpus: a one-layer GPT, a few steps.
 std::string tiny_preset(const TempDir& dir, const std::string& sweep, const std::string& name = "p.toml") {
@@ -43,7 +41,8 @@ std::string tiny_preset(const TempDir& dir, const std::string& sweep, const std:
                   "\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
                   "[train]\nsteps = 6\nbatch_size = 2\neval_every = 3\neval_batches = 1\nlog_every = 3\n"
                   "[optim]\nwarmup_steps = 2\n[strategy]\nname = \"diloco\"\nworkers = 2\n[diloco]\ninner_steps = 3\n"
-                  "[run]\nprogress = false\nout_dir = \"" + dir.path("runs") + "\"\n" + sweep);
+                  "[run]\nprogress = false\nout_dir = \"" +
+                  dir.path("runs") + "\"\n" + sweep);
   return path;
 }
 
@@ -60,12 +59,11 @@ runs = ["ddp: strategy.name=ddp", "diloco: strategy.name=diloco"]
 grid = ["diloco.inner_steps=2,3@diloco", "run.seed=1,2"]
 )P");
   const SweepSpec spec = load_sweep(preset, {"optim.lr=0.001,0.002@ddp"}, {}, false);
-  EXPECT_EQ(names(spec), (std::vector<std::string>{"ddp_seed1_lr0.001", "ddp_seed1_lr0.002", "ddp_seed2_lr0.001",
-                                                   "ddp_seed2_lr0.002", "diloco_inner_steps2_seed1",
-                                                   "diloco_inner_steps2_seed2", "diloco_inner_steps3_seed1",
-                                                   "diloco_inner_steps3_seed2"}));
-  EXPECT_EQ(spec.runs[0].overrides,
-            (std::vector<std::string>{"strategy.name=ddp", "run.seed=1", "optim.lr=0.001"}));
+  EXPECT_EQ(names(spec),
+            (std::vector<std::string>{"ddp_seed1_lr0.001", "ddp_seed1_lr0.002", "ddp_seed2_lr0.001",
+                                      "ddp_seed2_lr0.002", "diloco_inner_steps2_seed1", "diloco_inner_steps2_seed2",
+                                      "diloco_inner_steps3_seed1", "diloco_inner_steps3_seed2"}));
+  EXPECT_EQ(spec.runs[0].overrides, (std::vector<std::string>{"strategy.name=ddp", "run.seed=1", "optim.lr=0.001"}));
   EXPECT_EQ(spec.name, "p");  // the file stem
 }
 
@@ -78,8 +76,8 @@ quick = ["train.steps=2", "train.eval_every=1"]
 )P");
   const SweepSpec quick = load_sweep(preset, {}, {"optim.lr=0.01"}, true);
   EXPECT_EQ(quick.name, "s_quick");
-  EXPECT_EQ(quick.runs[0].overrides, (std::vector<std::string>{"train.steps=2", "train.eval_every=1",
-                                                               "train.steps=5", "optim.lr=0.01"}));
+  EXPECT_EQ(quick.runs[0].overrides,
+            (std::vector<std::string>{"train.steps=2", "train.eval_every=1", "train.steps=5", "optim.lr=0.01"}));
   EXPECT_EQ(load_sweep(preset, {}, {}, false).runs[0].overrides, (std::vector<std::string>{"train.steps=5"}));
 }
 
@@ -96,8 +94,7 @@ TEST(SweepSpec, BadSweepsAreRefusedBeforeAnyTrainingNamingTheProblem) {
   EXPECT_NE(bad_value.find("run 'bad'"), std::string::npos) << bad_value;
   EXPECT_NE(bad_value.find("train.steps"), std::string::npos) << bad_value;
   EXPECT_NE(msg("[sweep]\nruns = [\"a:\"]\ngrid = [\"train.steps\"]\n").find("grid"), std::string::npos);
-  EXPECT_NE(msg("[sweep]\nruns = [\"a:\"]\ngrid = [\"train.steps=1@b\"]\n").find("names run 'b'"),
-            std::string::npos);
+  EXPECT_NE(msg("[sweep]\nruns = [\"a:\"]\ngrid = [\"train.steps=1@b\"]\n").find("names run 'b'"), std::string::npos);
   EXPECT_NE(msg("[sweep]\nruns = [\"a:\"]\nbaseline = \"z\"\n").find("baseline 'z'"), std::string::npos);
   EXPECT_NE(msg("[sweep]\n[[sweep.claim]]\ntext = \"t\"\n").find("no check"), std::string::npos);
   EXPECT_NE(msg("").find("no [sweep] section"), std::string::npos);
@@ -148,9 +145,9 @@ TEST(Claims, MistakesAreReportedWithWhereTheyAre) {
             std::string::npos);
   EXPECT_NE(invalid_argument_message([&] { evaluate_claim("loss(a) 1", two_runs(), d); }).find("comparison"),
             std::string::npos);
-  EXPECT_NE(invalid_argument_message([&] { evaluate_claim("lost(a) < 1", two_runs(), d); })
-                .find("unknown function lost"),
-            std::string::npos);
+  EXPECT_NE(
+      invalid_argument_message([&] { evaluate_claim("lost(a) < 1", two_runs(), d); }).find("unknown function lost"),
+      std::string::npos);
   EXPECT_NE(invalid_argument_message([&] { evaluate_claim("loss(a) < 1 )", two_runs(), d); }).find("column"),
             std::string::npos);
 }
@@ -240,7 +237,8 @@ TEST(Sweep, SigintStopsTheRunningRunWithACheckpointExits130AndTheNextSweepFinish
     // Interrupt once run a has logged a few lines (the terminal's Ctrl-C
     // reaches only the sweep: runs have process groups of their own).
     for (int i = 0; i < 6000; ++i) {
-      const std::string metrics = fs::exists(run_a / "metrics.jsonl") ? testing::read_text(run_a / "metrics.jsonl") : "";
+      const std::string metrics =
+          fs::exists(run_a / "metrics.jsonl") ? testing::read_text(run_a / "metrics.jsonl") : "";
       if (std::count(metrics.begin(), metrics.end(), '\n') >= 4) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -272,7 +270,8 @@ TEST(Sweep, AFailingRunStopsTheSweepNamingTheRunAndItsLog) {
     const std::string what = e.what();
     EXPECT_NE(what.find("run 'broken' failed"), std::string::npos) << what;
     EXPECT_NE(what.find("broken.log"), std::string::npos) << what;
-    EXPECT_NE(testing::read_text(fs::path(dir.path("runs")) / "f" / "broken.log").find("/nonexistent"), std::string::npos);
+    EXPECT_NE(testing::read_text(fs::path(dir.path("runs")) / "f" / "broken.log").find("/nonexistent"),
+              std::string::npos);
   }
 }
 
@@ -398,7 +397,8 @@ check = "loss(ddp) < 0"
     if (line.rfind("|---", 0) == 0) {
       ++tables;
       EXPECT_EQ(std::count(line.begin(), line.end(), '|'), std::count(previous.begin(), previous.end(), '|'))
-          << previous << "\n" << line;
+          << previous << "\n"
+          << line;
     }
     previous = line;
   }
@@ -450,8 +450,7 @@ check = "bytes(ddp) > bytes(single)"
                       out, dir),
             0)
       << out;
-  EXPECT_NE(testing::read_text(dir.path("r.html")).find("<tr class=\"baseline\"><td>single</td>"),
-            std::string::npos);
+  EXPECT_NE(testing::read_text(dir.path("r.html")).find("<tr class=\"baseline\"><td>single</td>"), std::string::npos);
   EXPECT_EQ(testing::read_text(dir.path("r.html")).find("id=\"whatif"), std::string::npos);
 }
 

@@ -7,13 +7,13 @@
 
 #include <filesystem>
 
-#include "atoll/run_model.h"
 #include "atoll/retime.h"
+#include "atoll/run_model.h"
 #include "atoll/train.h"
 #include "model/export.h"
 #include "model/gpt_names.h"
-#include "model/sample.h"
 #include "model/safetensors.h"
+#include "model/sample.h"
 #include "model/torchscript.h"
 #include "test_util.h"
 #include "tiny_data.h"

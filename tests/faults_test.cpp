@@ -102,7 +102,7 @@ TEST(DroppedSyncs, WithQ1EveryContributionIsLostAndTheGlobalModelNeverMoves) {
   cfg.faults.drop_prob = 1.0;
   cfg.train.final_eval = "sample";  // the same evaluation as at step 0, so equal losses mean the same model
   const RunSummary s = simulate(cfg);
-  EXPECT_EQ(events_of(s, "sync_dropped").size(), 16u);   // 2 workers x 8 syncs
+  EXPECT_EQ(events_of(s, "sync_dropped").size(), 16u);  // 2 workers x 8 syncs
   EXPECT_EQ(events_of(s, "no_contribution").size(), 8u);
   EXPECT_EQ(s.final_val_loss, first_val_loss(s));  // the global model is still the initial one
 }

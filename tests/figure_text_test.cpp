@@ -61,7 +61,7 @@ TEST(ReportFigures, DurationsPickTheirUnitByTheMeanAndTheIntervalFollowsIt) {
   EXPECT_EQ(seconds_text(4320), "1.20 h");
   const FigureText minutes = seconds_figure(mean_pm(150, 7.5));
   EXPECT_EQ(minutes.value, "2.5 min");
-  EXPECT_EQ(minutes.interval, "0.1 min");  // 0.125 min, at the mean's tenth of a minute
+  EXPECT_EQ(minutes.interval, "0.1 min");                           // 0.125 min, at the mean's tenth of a minute
   EXPECT_EQ(seconds_figure(mean_pm(4320, 30)).interval, "0.01 h");  // 0.0083 h
   EXPECT_EQ(seconds_figure(mean_pm(4320, 15)).interval, "");        // 0.0042 h: below half of 0.01 h
 }

@@ -44,44 +44,101 @@ TEST(FlopCount, EachProductCountsTwoFlopsPerMultiplyAddOnceAtItsOutermostOperato
     std::string op;  // the one operator the FLOPs are booked under
   };
   const std::vector<Case> cases = {
-      {"mm (3,5)(5,7)", [&] { at::mm(r({3, 5}), r({5, 7})); }, 2 * 3 * 5 * 7, "aten::mm"},
-      {"addmm", [&] { at::addmm(r({7}), r({3, 5}), r({5, 7})); }, 2 * 3 * 5 * 7, "aten::addmm"},
-      {"bmm (4,3,5)(4,5,7)", [&] { at::bmm(r({4, 3, 5}), r({4, 5, 7})); }, 2 * 4 * 3 * 5 * 7, "aten::bmm"},
-      {"baddbmm", [&] { at::baddbmm(r({4, 3, 7}), r({4, 3, 5}), r({4, 5, 7})); }, 2 * 4 * 3 * 5 * 7,
-       "aten::baddbmm"},
-      {"addbmm sums the 4 products", [&] { at::addbmm(r({3, 7}), r({4, 3, 5}), r({4, 5, 7})); },
+      {"mm (3,5)(5,7)",
+       [&] {
+         at::mm(r({3, 5}), r({5, 7}));
+       },
+       2 * 3 * 5 * 7, "aten::mm"},
+      {"addmm",
+       [&] {
+         at::addmm(r({7}), r({3, 5}), r({5, 7}));
+       },
+       2 * 3 * 5 * 7, "aten::addmm"},
+      {"bmm (4,3,5)(4,5,7)",
+       [&] {
+         at::bmm(r({4, 3, 5}), r({4, 5, 7}));
+       },
+       2 * 4 * 3 * 5 * 7, "aten::bmm"},
+      {"baddbmm",
+       [&] {
+         at::baddbmm(r({4, 3, 7}), r({4, 3, 5}), r({4, 5, 7}));
+       },
+       2 * 4 * 3 * 5 * 7, "aten::baddbmm"},
+      {"addbmm sums the 4 products",
+       [&] {
+         at::addbmm(r({3, 7}), r({4, 3, 5}), r({4, 5, 7}));
+       },
        2 * 4 * 3 * 5 * 7, "aten::addbmm"},
-      {"matmul (2,4,3,5)(5,7), folded into mm", [&] { at::matmul(r({2, 4, 3, 5}), r({5, 7})); },
+      {"matmul (2,4,3,5)(5,7), folded into mm",
+       [&] {
+         at::matmul(r({2, 4, 3, 5}), r({5, 7}));
+       },
        2 * 2 * 4 * 3 * 5 * 7, "aten::matmul"},
-      {"matmul broadcast (2,1,3,5)(4,5,7)", [&] { at::matmul(r({2, 1, 3, 5}), r({4, 5, 7})); },
+      {"matmul broadcast (2,1,3,5)(4,5,7)",
+       [&] {
+         at::matmul(r({2, 1, 3, 5}), r({4, 5, 7}));
+       },
        2 * 2 * 4 * 3 * 5 * 7, "aten::matmul"},
-      {"matmul (5)(4,5,7)", [&] { at::matmul(r({5}), r({4, 5, 7})); }, 2 * 4 * 5 * 7, "aten::matmul"},
+      {"matmul (5)(4,5,7)",
+       [&] {
+         at::matmul(r({5}), r({4, 5, 7}));
+       },
+       2 * 4 * 5 * 7, "aten::matmul"},
       {"matmul (5)(5)", [&] { at::matmul(r({5}), r({5})); }, 2 * 5, "aten::matmul"},
-      {"linear (2,3,5) -> 7 with bias", [&] { at::linear(r({2, 3, 5}), r({7, 5}), r({7})); }, 2 * 2 * 3 * 5 * 7,
-       "aten::linear"},
-      {"linear without bias", [&] { at::linear(r({2, 3, 5}), r({7, 5})); }, 2 * 2 * 3 * 5 * 7, "aten::linear"},
-      {"mv", [&] { at::mv(r({3, 5}), r({5})); }, 2 * 3 * 5, "aten::mv"},
+      {"linear (2,3,5) -> 7 with bias",
+       [&] {
+         at::linear(r({2, 3, 5}), r({7, 5}), r({7}));
+       },
+       2 * 2 * 3 * 5 * 7, "aten::linear"},
+      {"linear without bias",
+       [&] {
+         at::linear(r({2, 3, 5}), r({7, 5}));
+       },
+       2 * 2 * 3 * 5 * 7, "aten::linear"},
+      {"mv",
+       [&] {
+         at::mv(r({3, 5}), r({5}));
+       },
+       2 * 3 * 5, "aten::mv"},
       {"dot", [&] { at::dot(r({5}), r({5})); }, 2 * 5, "aten::dot"},
-      {"einsum, through its bmm", [&] { at::einsum("bij,bjk->bik", {r({4, 3, 5}), r({4, 5, 7})}); },
+      {"einsum, through its bmm",
+       [&] {
+         at::einsum("bij,bjk->bik", {r({4, 3, 5}), r({4, 5, 7})});
+       },
        2 * 4 * 3 * 5 * 7, "aten::bmm"},
       // (2,3,9,9) * (4,3,3,3), stride 2, padding 1 -> (2,4,5,5): 27 multiply-adds per output.
-      {"conv2d", [&] { at::conv2d(r({2, 3, 9, 9}), r({4, 3, 3, 3}), r({4}), Ints{2, 2}, Ints{1, 1}); },
+      {"conv2d",
+       [&] {
+         at::conv2d(r({2, 3, 9, 9}), r({4, 3, 3, 3}), r({4}), Ints{2, 2}, Ints{1, 1});
+       },
        2.0 * (2 * 4 * 5 * 5) * (3 * 3 * 3), "aten::conv2d"},
       // 3 groups of 2 input channels: (2,6,8,8) -> (2,6,6,6), 2 x 9 multiply-adds per output.
       {"conv2d, 3 groups",
-       [&] { at::conv2d(r({2, 6, 8, 8}), r({6, 2, 3, 3}), {}, Ints{1, 1}, Ints{0, 0}, Ints{1, 1}, 3); },
+       [&] {
+         at::conv2d(r({2, 6, 8, 8}), r({6, 2, 3, 3}), {}, Ints{1, 1}, Ints{0, 0}, Ints{1, 1}, 3);
+       },
        2.0 * (2 * 6 * 6 * 6) * (2 * 3 * 3), "aten::conv2d"},
-      {"conv1d (2,3,10) * (4,3,3) -> (2,4,8)", [&] { at::conv1d(r({2, 3, 10}), r({4, 3, 3})); },
+      {"conv1d (2,3,10) * (4,3,3) -> (2,4,8)",
+       [&] {
+         at::conv1d(r({2, 3, 10}), r({4, 3, 3}));
+       },
        2.0 * (2 * 4 * 8) * (3 * 3), "aten::conv1d"},
       // Every input element meets 3 output channels x 9 kernel weights.
-      {"conv_transpose2d", [&] { at::conv_transpose2d(r({2, 4, 5, 5}), r({4, 3, 3, 3}), {}, Ints{2, 2}); },
+      {"conv_transpose2d",
+       [&] {
+         at::conv_transpose2d(r({2, 4, 5, 5}), r({4, 3, 3, 3}), {}, Ints{2, 2});
+       },
        2.0 * (2 * 4 * 5 * 5) * (3 * 3 * 3), "aten::conv_transpose2d"},
       {"convolution, transposed",
-       [&] { at::convolution(r({2, 4, 5, 5}), r({4, 3, 3, 3}), {}, Ints{2, 2}, Ints{0, 0}, Ints{1, 1}, true,
-                             Ints{0, 0}, 1); },
+       [&] {
+         at::convolution(r({2, 4, 5, 5}), r({4, 3, 3, 3}), {}, Ints{2, 2}, Ints{0, 0}, Ints{1, 1}, true, Ints{0, 0}, 1);
+       },
        2.0 * (2 * 4 * 5 * 5) * (3 * 3 * 3), "aten::convolution"},
       {"elementwise work, softmax, sums: none",
-       [&] { at::softmax(at::relu(r({3, 5})) + r({3, 5}) * 2, -1).sum(); }, 0, ""},
+       [&] {
+         at::softmax(at::relu(r({3, 5})) + r({3, 5}) * 2, -1).sum();
+       },
+       0, ""},
   };
   for (const auto& c : cases) {
     FlopCount count;
@@ -216,16 +273,23 @@ torch::jit::Module gpt_like_module(const GptShape& s) {
 def forward(self, x, mask):
     B = x.size(0)
     T = x.size(1)
-    h = torch.layer_norm(x, [)" + C + R"(], self.ln1_w, self.ln1_b, 1e-5, False)
+    h = torch.layer_norm(x, [)" +
+             C + R"(], self.ln1_w, self.ln1_b, 1e-5, False)
     qkv = torch.matmul(h, self.qkv_w) + self.qkv_b
-    q, k, v = qkv.split()" + C + R"(, 2)
-    q = q.view([B, T, )" + H + ", " + hs + R"(]).transpose(1, 2)
-    k = k.view([B, T, )" + H + ", " + hs + R"(]).transpose(1, 2)
-    v = v.view([B, T, )" + H + ", " + hs + R"(]).transpose(1, 2)
+    q, k, v = qkv.split()" +
+             C + R"(, 2)
+    q = q.view([B, T, )" +
+             H + ", " + hs + R"(]).transpose(1, 2)
+    k = k.view([B, T, )" +
+             H + ", " + hs + R"(]).transpose(1, 2)
+    v = v.view([B, T, )" +
+             H + ", " + hs + R"(]).transpose(1, 2)
     att = torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * 0.5 + mask[:T, :T], -1)
-    y = torch.matmul(att, v).transpose(1, 2).reshape([B, T, )" + C + R"(])
+    y = torch.matmul(att, v).transpose(1, 2).reshape([B, T, )" +
+             C + R"(])
     x = x + torch.matmul(y, self.proj_w) + self.proj_b
-    h = torch.layer_norm(x, [)" + C + R"(], self.ln2_w, self.ln2_b, 1e-5, False)
+    h = torch.layer_norm(x, [)" +
+             C + R"(], self.ln2_w, self.ln2_b, 1e-5, False)
     return x + torch.matmul(torch.gelu(torch.matmul(h, self.fc_w) + self.fc_b), self.out_w) + self.out_b
 )");
     m.register_module("h" + std::to_string(l), b);
@@ -234,8 +298,8 @@ def forward(self, x, mask):
   m.define(R"(
 def forward(self, idx):
     x = torch.embedding(self.wte, idx) + self.wpe[:idx.size(1)]
-)" + calls + R"(    x = torch.layer_norm(x, [)" +
-           std::to_string(s.C) + R"(], self.ln_w, self.ln_b, 1e-5, False)
+)" + calls +
+           R"(    x = torch.layer_norm(x, [)" + std::to_string(s.C) + R"(], self.ln_w, self.ln_b, 1e-5, False)
     return torch.matmul(x, self.wte.t())
 )");
   return m;
@@ -255,7 +319,7 @@ TEST(FlopCount, AGptLikeModuleCountsSixFlopsPerMultipliedParameterPerTokenPlusAt
   const at::Tensor x = at::randint(s.V, {B, s.T}, at::kLong), y = at::randint(s.V, {B, s.T}, at::kLong);
   const double counted = count_training_flops_per_example(*model, x, y);
   const double multiplied = double(s.L * 12 * s.C * s.C + s.V * s.C);  // QKV, proj, MLP; the tied head once
-  const double attention = 12.0 * double(s.L * s.T * s.C);            // per token
+  const double attention = 12.0 * double(s.L * s.T * s.C);             // per token
   EXPECT_EQ(counted, (6 * multiplied + attention) * double(s.T));
   const double params = double(model->num_params());
   const double added = params - multiplied;

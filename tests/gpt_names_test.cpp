@@ -73,10 +73,10 @@ TEST(GptNames, EveryParameterRoundTrips) {
 }
 
 TEST(GptNames, UnknownNamesThrow) {
-  for (const char* name : {"", "wte.weight", "transformer.wte.weight", "lm_head.weight", "h", "h0", "h0.",
-                           "h.0.ln_1.weight", "h01.ln_1.weight", "h-1.ln_1.weight", "h0.ln_1", "h0.ln_1.weight.x",
-                           "h0.attn.c_attn.weight", "h0.c_proj.weight", "ln_f.weight ", "H0.ln_1.weight",
-                           "h1234567890.ln_1.weight"}) {
+  for (const char* name :
+       {"", "wte.weight", "transformer.wte.weight", "lm_head.weight", "h", "h0", "h0.", "h.0.ln_1.weight",
+        "h01.ln_1.weight", "h-1.ln_1.weight", "h0.ln_1", "h0.ln_1.weight.x", "h0.attn.c_attn.weight",
+        "h0.c_proj.weight", "ln_f.weight ", "H0.ln_1.weight", "h1234567890.ln_1.weight"}) {
     SCOPED_TRACE(name);
     EXPECT_NE(testing::invalid_argument_message([&] { nanogpt_name(name); }).find("not a parameter name"),
               std::string::npos);
@@ -88,8 +88,9 @@ TEST(GptNames, UnknownNamesThrow) {
     EXPECT_NE(testing::invalid_argument_message([&] { atoll_gpt_name(name); }).find("not a parameter name"),
               std::string::npos);
   }
-  EXPECT_NE(testing::invalid_argument_message([&] { atoll_gpt_name("lm_head.weight"); })
-                .find("tied to transformer.wte.weight"),
+  EXPECT_NE(testing::invalid_argument_message([&] {
+              atoll_gpt_name("lm_head.weight");
+            }).find("tied to transformer.wte.weight"),
             std::string::npos);
 }
 
@@ -121,8 +122,9 @@ TEST(GptNames, ExportRefusesWhatIsNotAWholeGpt) {
   const Params whole = gpt_params(2, true);
   Params missing = whole;
   missing.erase(missing.begin() + 5);  // one of layer 0's tensors
-  EXPECT_NE(testing::invalid_argument_message([&] { nanogpt_tensors(missing); })
-                .find("not a whole GPT (2 layers, with biases): missing " + whole[5].first),
+  EXPECT_NE(testing::invalid_argument_message([&] {
+              nanogpt_tensors(missing);
+            }).find("not a whole GPT (2 layers, with biases): missing " + whole[5].first),
             std::string::npos);
   Params twice = whole;
   twice.push_back(whole[0]);
@@ -130,9 +132,9 @@ TEST(GptNames, ExportRefusesWhatIsNotAWholeGpt) {
             std::string::npos);
   Params foreign = whole;
   foreign.emplace_back("fc1.weight", at::ones({2}));
-  EXPECT_NE(testing::invalid_argument_message([&] { nanogpt_tensors(foreign); })
-                .find("'fc1.weight' is not a parameter name"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::invalid_argument_message([&] { nanogpt_tensors(foreign); }).find("'fc1.weight' is not a parameter name"),
+      std::string::npos);
   // One bias without the others is no GPT either.
   Params mixed = gpt_params(1, false);
   mixed.emplace_back("ln_f.bias", at::zeros({8}));
@@ -149,7 +151,8 @@ TEST(GptNames, ExportWritesAndReadsBack) {
   EXPECT_EQ(back.tensors.back().name, "lm_head.weight");
   for (const auto& [name, tensor] : params) {
     const std::string n = nanogpt_name(name);
-    const auto it = std::find_if(back.tensors.begin(), back.tensors.end(), [&](const NamedTensor& t) { return t.name == n; });
+    const auto it =
+        std::find_if(back.tensors.begin(), back.tensors.end(), [&](const NamedTensor& t) { return t.name == n; });
     ASSERT_NE(it, back.tensors.end()) << n;
     EXPECT_TRUE(at::equal(it->tensor, tensor)) << n;
   }

@@ -97,9 +97,8 @@ class IslandConformance : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(IslandConformance, InProcessIslandAndCrossGroupsGiveExactRankValuedResults) {
   const Shape s = GetParam();
-  run_in_process_islands(s, [s](int64_t r, Communicator& island, Communicator& cross) {
-    check_island_then_cross(s, r, island, cross);
-  });
+  run_in_process_islands(
+      s, [s](int64_t r, Communicator& island, Communicator& cross) { check_island_then_cross(s, r, island, cross); });
 }
 
 TEST_P(IslandConformance, GlooIslandAndCrossGroupsGiveExactRankValuedResults) {
@@ -153,7 +152,8 @@ TEST(GlooIslands, IslandAndCrossOpsInterleaveFor20RoundsWithExactValues) {
         Work w = island.all_reduce_async(pending, ReduceOp::Sum, "island-async");
         at::Tensor c = at::full({129}, r + k, at::kLong);
         cross.all_reduce(c, ReduceOp::Sum, "cross");
-        EXPECT_TRUE(at::equal(c, at::full({129}, D * n_islands * (n_islands - 1) / 2 + n_islands * d + n_islands * k, at::kLong)))
+        EXPECT_TRUE(at::equal(
+            c, at::full({129}, D * n_islands * (n_islands - 1) / 2 + n_islands * d + n_islands * k, at::kLong)))
             << "rank " << r << " round " << k;
         w.wait();
         EXPECT_TRUE(at::equal(pending, at::full({33}, 2 * (D * i * D + D * (D - 1) / 2), at::kLong)))
@@ -210,8 +210,7 @@ TEST(GlooIslands, EachGroupsOpsAreInItsOwnLedgerAndAllAreMeasured) {
     EXPECT_EQ(cross.entries()[0].tag, "cross");
     // Bytes under each group's own size: D = 2 for the island, I = 3 across.
     EXPECT_DOUBLE_EQ(island.total_sent(), bytes_for(CommOp::AllReduce, CollectiveAlgo::Ring, bytes, 2, false).sent);
-    EXPECT_DOUBLE_EQ(cross.total_sent(),
-                     2 * bytes_for(CommOp::AllReduce, CollectiveAlgo::Ring, bytes, 3, false).sent);
+    EXPECT_DOUBLE_EQ(cross.total_sent(), 2 * bytes_for(CommOp::AllReduce, CollectiveAlgo::Ring, bytes, 3, false).sent);
     EXPECT_GT(g->measured_comm_seconds(), 0.0) << "rank " << g->rank();
   }
   // finish() drains all three groups and meets on the world group.
@@ -265,19 +264,22 @@ TEST(GlooIslands, ARankWhoseIslandPeerNeverJoinsFailsToConnectNamingTheIslandGro
   std::unique_ptr<DistGroup> rank1;
   std::string rank0_error = "(no error)";
   const auto start = std::chrono::steady_clock::now();
-  run_on_threads(2, [&](int64_t r) {
-    DistOptions o = base;
-    o.rank = r;
-    if (r == 1) {
-      rank1 = connect_gloo(o, CollectiveAlgo::Ring, "", 1);
-      return;
-    }
-    try {
-      connect_gloo(o, CollectiveAlgo::Ring, "", 2);
-    } catch (const std::runtime_error& e) {
-      rank0_error = e.what();
-    }
-  }, 60s);
+  run_on_threads(
+      2,
+      [&](int64_t r) {
+        DistOptions o = base;
+        o.rank = r;
+        if (r == 1) {
+          rank1 = connect_gloo(o, CollectiveAlgo::Ring, "", 1);
+          return;
+        }
+        try {
+          connect_gloo(o, CollectiveAlgo::Ring, "", 2);
+        } catch (const std::runtime_error& e) {
+          rank0_error = e.what();
+        }
+      },
+      60s);
   EXPECT_NE(rank0_error.find("rank 0 could not connect island 0's Gloo group (ranks 0..1, as its rank 0)"),
             std::string::npos)
       << rank0_error;

@@ -49,8 +49,8 @@ double figure_for(const std::map<IslandExchange, double>& figures, IslandExchang
 
 NetworkModel uniform_wan(int64_t islands, double bandwidth, double latency, double jitter = 0,
                          CollectiveAlgo algo = CollectiveAlgo::Ring) {
-  return NetworkModel(std::vector<Link>(static_cast<std::size_t>(islands), Link{bandwidth, latency}), algo, 0.0,
-                      jitter, 7);
+  return NetworkModel(std::vector<Link>(static_cast<std::size_t>(islands), Link{bandwidth, latency}), algo, 0.0, jitter,
+                      7);
 }
 
 // Relative closeness for sums of a few terms computed in another order.
@@ -80,11 +80,13 @@ TEST(IslandsNet, OpSecondsForTakesTheScheduleFromNAndTheLinksFromTheParticipants
 
 TEST(IslandsNet, OpSecondsForRejectsFewerRanksThanParticipantsAndRanksWithoutLinks) {
   const NetworkModel net = uniform_wan(3, 1e6, 0);
-  EXPECT_NE(invalid_argument_message([&] { net.op_seconds_for(CommOp::AllReduce, 1, {0, 1, 2}, 2, 0); })
-                .find("fewer than the 3 participants"),
+  EXPECT_NE(invalid_argument_message([&] {
+              net.op_seconds_for(CommOp::AllReduce, 1, {0, 1, 2}, 2, 0);
+            }).find("fewer than the 3 participants"),
             std::string::npos);
-  EXPECT_NE(invalid_argument_message([&] { net.op_seconds_for(CommOp::AllReduce, 1, {}, 4, 0); })
-                .find("need the participants"),
+  EXPECT_NE(invalid_argument_message([&] {
+              net.op_seconds_for(CommOp::AllReduce, 1, {}, 4, 0);
+            }).find("need the participants"),
             std::string::npos);
   EXPECT_EQ(net.op_seconds_for(CommOp::AllReduce, 1, {}, 0, 0), 0.0);  // op_seconds of nobody
 }
@@ -170,9 +172,9 @@ TEST(IslandsNet, PerDeviceBytesSumPerIslandToTheTablesWideAreaBytes) {
           {IslandExchange::Flat, dd * 2 * (i * dd - 1) / (i * dd) * s},
           {IslandExchange::Leader, 2 * (i - 1) / i * s},
           {IslandExchange::Sharded, 2 * (i - 1) / i * s}};
-      const std::map<IslandExchange, double> intra_figures = {
-          {IslandExchange::Flat, 0.0}, {IslandExchange::Leader, 2 * (dd - 1) * s},
-          {IslandExchange::Sharded, 2 * (dd - 1) * s}};
+      const std::map<IslandExchange, double> intra_figures = {{IslandExchange::Flat, 0.0},
+                                                              {IslandExchange::Leader, 2 * (dd - 1) * s},
+                                                              {IslandExchange::Sharded, 2 * (dd - 1) * s}};
       for (IslandExchange ex : kAllExchanges) {
         const double wan = figure_for(wan_figures, ex, "wide-area bytes"),
                      intra = figure_for(intra_figures, ex, "bytes inside the island");
@@ -219,20 +221,20 @@ TEST(IslandsNet, AllGatherCountsOtherIslandsPayloadsPerExchange) {
   // I = 3, D = 2, this island's S = 6, the others bring 4 + 8 = 12; R = 18.
   const NetworkModel wan = uniform_wan(3, 1e6, 0);
   const Link intra{1e9, 0};
-  const OpCharge f = IslandNetwork(wan, intra, 2, IslandExchange::Flat)
-                         .charge(CommOp::AllGather, 6, 8, 12, 1, false, {}, 0);
+  const OpCharge f =
+      IslandNetwork(wan, intra, 2, IslandExchange::Flat).charge(CommOp::AllGather, 6, 8, 12, 1, false, {}, 0);
   EXPECT_EQ(f.sent, 30.0);      // (3*2 - 1) * 6
   EXPECT_EQ(f.received, 30.0);  // 2*12 + (2-1)*6
-  const OpCharge l = IslandNetwork(wan, intra, 2, IslandExchange::Leader)
-                         .charge(CommOp::AllGather, 6, 8, 12, 0, false, {}, 0);
-  EXPECT_EQ(l.sent, 12.0);            // (3-1) * 6
-  EXPECT_EQ(l.received, 12.0);        // others
-  EXPECT_EQ(l.intra_sent, 18.0);      // the leader broadcasts R to its one child
-  const OpCharge sh = IslandNetwork(wan, intra, 2, IslandExchange::Sharded)
-                          .charge(CommOp::AllGather, 6, 8, 12, 1, false, {}, 0);
-  EXPECT_EQ(sh.sent, 6.0);            // (3-1) * 6/2
-  EXPECT_EQ(sh.received, 6.0);        // 12/2
-  EXPECT_EQ(sh.intra_sent, 9.0);      // (2-1)/2 * 18
+  const OpCharge l =
+      IslandNetwork(wan, intra, 2, IslandExchange::Leader).charge(CommOp::AllGather, 6, 8, 12, 0, false, {}, 0);
+  EXPECT_EQ(l.sent, 12.0);        // (3-1) * 6
+  EXPECT_EQ(l.received, 12.0);    // others
+  EXPECT_EQ(l.intra_sent, 18.0);  // the leader broadcasts R to its one child
+  const OpCharge sh =
+      IslandNetwork(wan, intra, 2, IslandExchange::Sharded).charge(CommOp::AllGather, 6, 8, 12, 1, false, {}, 0);
+  EXPECT_EQ(sh.sent, 6.0);        // (3-1) * 6/2
+  EXPECT_EQ(sh.received, 6.0);    // 12/2
+  EXPECT_EQ(sh.intra_sent, 9.0);  // (2-1)/2 * 18
 }
 
 TEST(IslandsNet, OneDevicePerIslandIsTheFlatNetworkModelBitwise) {
@@ -279,8 +281,8 @@ TEST(IslandsNet, JitterIsAddedOnceToTheWideAreaOpAndIsTheSameForEveryDevice) {
       for (uint64_t index : {0u, 1u, 17u}) {
         // The one draw of the wide-area model for this op (it depends on the
         // op's index only, not on n or the payload).
-        const double draw = jumpy.op_seconds(CommOp::Barrier, 0, {0, 1}, index) -
-                            calm.op_seconds(CommOp::Barrier, 0, {0, 1}, index);
+        const double draw =
+            jumpy.op_seconds(CommOp::Barrier, 0, {0, 1}, index) - calm.op_seconds(CommOp::Barrier, 0, {0, 1}, index);
         ASSERT_GE(draw, 0.0);
         ASSERT_LT(draw, jitter);
         const std::string what = to_string(ex) + " " + to_string(op) + " #" + std::to_string(index);
@@ -301,18 +303,21 @@ TEST(IslandsNet, BadConstructorArgumentsAreRejectedNamingTheField) {
   const NetworkModel wan = uniform_wan(2, 1e6, 0);
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   for (int64_t d : {0, -3}) {
-    const std::string msg =
-        invalid_argument_message([&] { IslandNetwork(wan, Link{1e9, 0}, d, IslandExchange::Leader); });
+    const std::string msg = invalid_argument_message([&] {
+      IslandNetwork(wan, Link{1e9, 0}, d, IslandExchange::Leader);
+    });
     EXPECT_NE(msg.find("islands.devices must be >= 1"), std::string::npos) << msg;
   }
   for (double b : {0.0, -1.0, inf, nan}) {
-    const std::string msg =
-        invalid_argument_message([&] { IslandNetwork(wan, Link{b, 0}, 2, IslandExchange::Leader); });
+    const std::string msg = invalid_argument_message([&] {
+      IslandNetwork(wan, Link{b, 0}, 2, IslandExchange::Leader);
+    });
     EXPECT_NE(msg.find("network.intra_bandwidth must be a finite rate > 0"), std::string::npos) << msg;
   }
   for (double l : {-1e-3, inf, nan}) {
-    const std::string msg =
-        invalid_argument_message([&] { IslandNetwork(wan, Link{1e9, l}, 2, IslandExchange::Leader); });
+    const std::string msg = invalid_argument_message([&] {
+      IslandNetwork(wan, Link{1e9, l}, 2, IslandExchange::Leader);
+    });
     EXPECT_NE(msg.find("network.intra_latency must be a finite duration >= 0"), std::string::npos) << msg;
   }
   const IslandNetwork net(wan, Link{1e9, 0}, 2, IslandExchange::Sharded);
@@ -398,9 +403,9 @@ TEST(IslandsCost, FormattedReportShowsOneSyncPerExchangeNextToDdpAndTheRunTotals
   // One-sync table (first match of each label), then the run table (second).
   const std::string flat = line_starting(text, "  flat "), leader = line_starting(text, "  leader "),
                     sharded = line_starting(text, "  sharded "), ddp = line_starting(text, "  ddp ");
-  EXPECT_NE(flat.find("220 s (3.67 min)"), std::string::npos) << text;   // 220.5 s
-  EXPECT_NE(flat.find("220 GB"), std::string::npos) << text;             // 220.5e9 B per island (%.3g: tie to even)
-  EXPECT_NE(flat.find("27.6 GB"), std::string::npos) << text;            // busiest link
+  EXPECT_NE(flat.find("220 s (3.67 min)"), std::string::npos) << text;    // 220.5 s
+  EXPECT_NE(flat.find("220 GB"), std::string::npos) << text;              // 220.5e9 B per island (%.3g: tie to even)
+  EXPECT_NE(flat.find("27.6 GB"), std::string::npos) << text;             // busiest link
   EXPECT_NE(leader.find("197 s (3.28 min)"), std::string::npos) << text;  // 196.56 s
   EXPECT_NE(leader.find("0.56 s"), std::string::npos) << text;            // of which inside
   EXPECT_NE(leader.find("196 GB"), std::string::npos) << text;            // sent inside the island

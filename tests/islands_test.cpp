@@ -46,8 +46,7 @@ Config islands_config(const std::string& strategy, int64_t islands, int64_t devi
 void expect_close(const std::vector<double>& a, const std::vector<double>& b, double rel, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   ASSERT_FALSE(a.empty()) << what;
-  for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_NEAR(a[i], b[i], rel * std::abs(b[i])) << what << " entry " << i;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], rel * std::abs(b[i])) << what << " entry " << i;
 }
 
 TEST(Islands, DDevicesOfBatchBInsideAnIslandEqualOneDeviceOfBatchDTimesB) {

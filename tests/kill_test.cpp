@@ -16,8 +16,8 @@
 #include "tiny_data.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_file.h"
-#include "util/rng.h"
 #include "util/file_io.h"
+#include "util/rng.h"
 
 namespace atl {
 namespace {
@@ -39,9 +39,7 @@ Config kill_config(const std::string& out_dir) {
   return cfg;
 }
 
-std::string write_config(const testing::TempDir& tmp, Config cfg) {
-  return tmp.write("run.toml", to_toml(cfg));
-}
+std::string write_config(const testing::TempDir& tmp, Config cfg) { return tmp.write("run.toml", to_toml(cfg)); }
 
 nlohmann::json end_event(const fs::path& dir) {
   std::ifstream in(dir / "summary.json");
@@ -175,9 +173,10 @@ TEST(KillAtEveryWrite, AKillAtAnyFsyncOrRenameLeavesARunThatResumesToTheSameEnd)
     EXPECT_EQ(killed.at("final_val_loss"), whole.at("final_val_loss"));
     EXPECT_EQ(killed.at("ledger_per_worker"), whole.at("ledger_per_worker"));
   }
-  std::printf("kill at every write: %d commit points (fsync, rename) in a run; killed at %d of them, %d resumed "
-              "from a checkpoint, every one ended like the whole run\n",
-              points, tries, resumed);
+  std::printf(
+      "kill at every write: %d commit points (fsync, rename) in a run; killed at %d of them, %d resumed "
+      "from a checkpoint, every one ended like the whole run\n",
+      points, tries, resumed);
   EXPECT_GE(resumed, tries / 2);
 }
 

@@ -30,9 +30,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Options running `script` under /bin/sh, with output captured in memory.
 struct ShellJob {
@@ -199,9 +197,7 @@ TEST(Launch, SecondHostOfTwoRunsGlobalRanksAfterTheFirstHosts) {
 }
 
 TEST(Launch, PrefixesEveryLineOfEachRankIncludingAFinalPartialLine) {
-  ShellJob job(
-      "printf 'one\\ntwo\\n'; printf 'warn\\n' >&2; printf 'last-err' >&2; printf 'last-out'",
-      2);
+  ShellJob job("printf 'one\\ntwo\\n'; printf 'warn\\n' >&2; printf 'last-err' >&2; printf 'last-out'", 2);
   ASSERT_EQ(job.run().exit_code, 0);
   const std::string out = job.out.str(), err = job.err.str();
   for (int64_t k = 0; k < 2; ++k) {
@@ -220,8 +216,7 @@ TEST(Launch, CarriageReturnEndsALineLikeNewline) {
   // leading "\r" is not an empty line, a real blank line is kept.
   ShellJob job("printf '10%%\\r20%%\\r\\n\\rdone\\r\\n\\nafter\\n'", 1);
   ASSERT_EQ(job.run().exit_code, 0);
-  EXPECT_EQ(lines_of_rank(job.out.str(), 0),
-            (std::vector<std::string>{"10%", "20%", "done", "", "after"}));
+  EXPECT_EQ(lines_of_rank(job.out.str(), 0), (std::vector<std::string>{"10%", "20%", "done", "", "after"}));
 }
 
 TEST(Launch, LinesOfDifferentRanksNeverMix) {
@@ -253,17 +248,18 @@ TEST(Launch, FailingRankStopsTheOthersPromptlyAndQuotesItsError) {
   // Ranks 0 and 2 start a background sleep (a grandchild of the launcher),
   // record both pids, then become `sleep 30` themselves. Rank 1 waits until
   // they are ready, then fails.
-  ShellJob job("D='" + dir.str() + "'\n"
-               "if [ \"$RANK\" = 1 ]; then\n"
-               "  while [ ! -e \"$D/pid_0\" ] || [ ! -e \"$D/pid_2\" ]; do sleep 0.02; done\n"
-               "  echo 'loading shards' >&2\n"
-               "  echo 'error: boom from rank 1' >&2\n"
-               "  echo 'see the log for details' >&2\n"
-               "  exit 3\n"
-               "fi\n"
-               "sleep 30 & echo $! > \"$D/bg_$RANK\"\n"
-               "echo $$ > \"$D/tmp_$RANK\" && mv \"$D/tmp_$RANK\" \"$D/pid_$RANK\"\n"
-               "exec sleep 30\n",
+  ShellJob job("D='" + dir.str() +
+                   "'\n"
+                   "if [ \"$RANK\" = 1 ]; then\n"
+                   "  while [ ! -e \"$D/pid_0\" ] || [ ! -e \"$D/pid_2\" ]; do sleep 0.02; done\n"
+                   "  echo 'loading shards' >&2\n"
+                   "  echo 'error: boom from rank 1' >&2\n"
+                   "  echo 'see the log for details' >&2\n"
+                   "  exit 3\n"
+                   "fi\n"
+                   "sleep 30 & echo $! > \"$D/bg_$RANK\"\n"
+                   "echo $$ > \"$D/tmp_$RANK\" && mv \"$D/tmp_$RANK\" \"$D/pid_$RANK\"\n"
+                   "exec sleep 30\n",
                3);
   job.opts.grace_seconds = 1;
   const auto start = Clock::now();
@@ -290,14 +286,15 @@ TEST(Launch, FailingRankStopsTheOthersPromptlyAndQuotesItsError) {
 
 TEST(Launch, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
   testing::TempDir dir;
-  ShellJob job("D='" + dir.str() + "'\n"
-               "if [ \"$RANK\" = 0 ]; then\n"
-               "  while [ ! -e \"$D/pid_1\" ]; do sleep 0.02; done\n"
-               "  exit 5\n"
-               "fi\n"
-               "trap '' TERM\n"  // ignored signals stay ignored across exec
-               "echo $$ > \"$D/tmp\" && mv \"$D/tmp\" \"$D/pid_1\"\n"
-               "exec sleep 30\n",
+  ShellJob job("D='" + dir.str() +
+                   "'\n"
+                   "if [ \"$RANK\" = 0 ]; then\n"
+                   "  while [ ! -e \"$D/pid_1\" ]; do sleep 0.02; done\n"
+                   "  exit 5\n"
+                   "fi\n"
+                   "trap '' TERM\n"  // ignored signals stay ignored across exec
+                   "echo $$ > \"$D/tmp\" && mv \"$D/tmp\" \"$D/pid_1\"\n"
+                   "exec sleep 30\n",
                2);
   job.opts.grace_seconds = 0.5;
   const auto start = Clock::now();
@@ -329,10 +326,10 @@ TEST(Launch, MissingExecutableExits127AndNamesThePath) {
   const LaunchResult res = launch_local(opts);
   EXPECT_EQ(res.exit_code, 127);
   EXPECT_EQ(res.failed_rank, 0);
-  EXPECT_EQ(res.error, "rank 0 exited with code 127: cannot run "
-                       "'/nonexistent/atoll-no-such-program': No such file or directory");
-  EXPECT_NE(err.str().find("[rank 0] cannot run '/nonexistent/atoll-no-such-program'"),
-            std::string::npos);
+  EXPECT_EQ(res.error,
+            "rank 0 exited with code 127: cannot run "
+            "'/nonexistent/atoll-no-such-program': No such file or directory");
+  EXPECT_NE(err.str().find("[rank 0] cannot run '/nonexistent/atoll-no-such-program'"), std::string::npos);
   // The same program would fail for every rank: the others are not started.
   EXPECT_EQ(err.str().find("[rank 1]"), std::string::npos) << err.str();
 }
@@ -349,8 +346,9 @@ TEST(Launch, LooksUpProgramNamesOnPath) {
   opts.argv = {"atoll-no-such-program-on-path"};
   const LaunchResult res = launch_local(opts);
   EXPECT_EQ(res.exit_code, 127);
-  EXPECT_EQ(res.error, "rank 0 exited with code 127: cannot run "
-                       "'atoll-no-such-program-on-path': No such file or directory");
+  EXPECT_EQ(res.error,
+            "rank 0 exited with code 127: cannot run "
+            "'atoll-no-such-program-on-path': No such file or directory");
 }
 
 TEST(Launch, NonExecutableFileIsReportedAsPermissionDenied) {
@@ -364,16 +362,13 @@ TEST(Launch, NonExecutableFileIsReportedAsPermissionDenied) {
   opts.err = &err;
   const LaunchResult res = launch_local(opts);
   EXPECT_EQ(res.exit_code, 127);
-  EXPECT_EQ(res.error,
-            "rank 0 exited with code 127: cannot run '" + path + "': Permission denied");
+  EXPECT_EQ(res.error, "rank 0 exited with code 127: cannot run '" + path + "': Permission denied");
 }
 
 TEST(Launch, RejectsInvalidOptions) {
   LaunchOptions ok;
   ok.argv = {"/bin/true"};
-  auto message = [](LaunchOptions opts) {
-    return invalid_argument_message([&] { launch_local(opts); });
-  };
+  auto message = [](LaunchOptions opts) { return invalid_argument_message([&] { launch_local(opts); }); };
   LaunchOptions o = ok;
   o.nproc = 0;
   EXPECT_NE(message(o).find("nproc must be between 1 and 1024, got 0"), std::string::npos);
@@ -388,8 +383,7 @@ TEST(Launch, RejectsInvalidOptions) {
   EXPECT_NE(message(o).find("no program to run"), std::string::npos);
   o = ok;
   o.master_port = 70000;
-  EXPECT_NE(message(o).find("master_port must be 1..65535, or 0 to pick a free port, got 70000"),
-            std::string::npos);
+  EXPECT_NE(message(o).find("master_port must be 1..65535, or 0 to pick a free port, got 70000"), std::string::npos);
   o = ok;
   o.master_port = -1;
   EXPECT_NE(message(o).find("master_port must be 1..65535"), std::string::npos);
@@ -424,7 +418,8 @@ TEST(Launch, RejectsASecondLaunchWhileOneIsRunning) {
 }
 
 TEST(Launch, RestoresTheCallersSignalHandlers) {
-  struct sigaction mine {}, old_term {}, old_int {}, old_chld {}, now {};
+  struct sigaction mine {
+  }, old_term{}, old_int{}, old_chld{}, now{};
   mine.sa_handler = [](int) {};
   sigemptyset(&mine.sa_mask);
   sigaction(SIGCHLD, nullptr, &old_chld);
@@ -449,17 +444,18 @@ constexpr int kSignalRanks = 3;
 // Ranks that trap `signal_name`, leave a marker got_<rank> when it arrives
 // and then exit 0 (or, with `keep_running`, carry on). Each writes its pid
 // to ready_<rank> once the trap is set.
-LaunchOptions trapping_ranks(const testing::TempDir& dir, const std::string& signal_name,
-                             bool keep_running) {
+LaunchOptions trapping_ranks(const testing::TempDir& dir, const std::string& signal_name, bool keep_running) {
   LaunchOptions opts;
   opts.nproc = kSignalRanks;
   opts.grace_seconds = keep_running ? 30 : 2;
   opts.argv = {"/bin/sh", "-c",
-               "D='" + dir.str() + "'\n"
-               "trap 'echo got > \"$D/got_$RANK\"" + (keep_running ? "" : "; exit 0") + "' " +
-                   signal_name + "\n"
-               "echo $$ > \"$D/tmp_$RANK\" && mv \"$D/tmp_$RANK\" \"$D/ready_$RANK\"\n"
-               "while :; do sleep 0.05; done\n"};
+               "D='" + dir.str() +
+                   "'\n"
+                   "trap 'echo got > \"$D/got_$RANK\"" +
+                   (keep_running ? "" : "; exit 0") + "' " + signal_name +
+                   "\n"
+                   "echo $$ > \"$D/tmp_$RANK\" && mv \"$D/tmp_$RANK\" \"$D/ready_$RANK\"\n"
+                   "while :; do sleep 0.05; done\n"};
   return opts;
 }
 
@@ -538,8 +534,7 @@ void expect_forwarded(int signo, const std::string& signal_name) {
   testing::TempDir dir;
   LauncherProcess launcher(trapping_ranks(dir, signal_name, false), dir);
   ASSERT_TRUE(launcher.started());
-  ASSERT_TRUE(wait_for_files(rank_files(dir, "ready_"), 5))
-      << "ranks did not start: " << launcher.log();
+  ASSERT_TRUE(wait_for_files(rank_files(dir, "ready_"), 5)) << "ranks did not start: " << launcher.log();
   const auto start = Clock::now();
   launcher.signal(signo);
   int status = 0;
@@ -564,8 +559,7 @@ TEST(LaunchSignals, SecondSignalKillsRanksAtOnce) {
   // second signal's SIGKILL can end the job quickly.
   LauncherProcess launcher(trapping_ranks(dir, "TERM", true), dir);
   ASSERT_TRUE(launcher.started());
-  ASSERT_TRUE(wait_for_files(rank_files(dir, "ready_"), 5))
-      << "ranks did not start: " << launcher.log();
+  ASSERT_TRUE(wait_for_files(rank_files(dir, "ready_"), 5)) << "ranks did not start: " << launcher.log();
   launcher.signal(SIGTERM);
   ASSERT_TRUE(wait_for_files(rank_files(dir, "got_"), 5)) << "the first SIGTERM was not forwarded";
   const auto start = Clock::now();

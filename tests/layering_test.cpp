@@ -21,16 +21,16 @@ namespace fs = std::filesystem;
 // rank's others (model and data, say, know nothing of each other).
 const std::map<std::string, int>& area_ranks() {
   static const std::map<std::string, int> ranks = {
-      {"util", 0},                                  // knows no other area
-      {"state", 1},    {"config", 1},               // StateVisitor; the config structs and parsing
-      {"model", 2},    {"data", 2},   {"net", 2},   // each knows config, state and util only
-      {"comm", 3},                                  // collectives charge net's clock and links
-      {"compress", 4}, {"launch", 4},               // the payload path sends through comm; the job token
-      {"strategy", 5}, {"cost", 5},                 // methods: comm + compress; atoll cost: net + codec sizes
-      {"setup", 6},                                 // validate(), load_config(), --help: above every checked area
-      {"train", 7},                                 // the driver and the run folder
-      {"report", 8},                                // run folders -> tables, charts, replays (whatif)
-      {"experiment", 9}, {"bench", 9},              // sweeps and claims; benchmarks
+      {"util", 0},                                   // knows no other area
+      {"state", 1},      {"config", 1},              // StateVisitor; the config structs and parsing
+      {"model", 2},      {"data", 2},   {"net", 2},  // each knows config, state and util only
+      {"comm", 3},                                   // collectives charge net's clock and links
+      {"compress", 4},   {"launch", 4},              // the payload path sends through comm; the job token
+      {"strategy", 5},   {"cost", 5},                // methods: comm + compress; atoll cost: net + codec sizes
+      {"setup", 6},                                  // validate(), load_config(), --help: above every checked area
+      {"train", 7},                                  // the driver and the run folder
+      {"report", 8},                                 // run folders -> tables, charts, replays (whatif)
+      {"experiment", 9}, {"bench", 9},               // sweeps and claims; benchmarks
   };
   return ranks;
 }
@@ -38,10 +38,23 @@ const std::map<std::string, int>& area_ranks() {
 // include/atoll/<name>.h -> the area that implements it.
 const std::map<std::string, std::string>& public_header_areas() {
   static const std::map<std::string, std::string> areas = {
-      {"config", "config"}, {"state", "state"},   {"model", "model"},   {"data", "data"},
-      {"net", "net"},       {"cost", "cost"},     {"comm", "comm"},     {"dist", "comm"},     {"strategy", "strategy"},
-      {"setup", "setup"},   {"train", "train"},   {"run_model", "train"},  {"retime", "train"},
-      {"launch", "launch"}, {"report", "report"}, {"whatif", "report"}, {"experiment", "experiment"},
+      {"config", "config"},
+      {"state", "state"},
+      {"model", "model"},
+      {"data", "data"},
+      {"net", "net"},
+      {"cost", "cost"},
+      {"comm", "comm"},
+      {"dist", "comm"},
+      {"strategy", "strategy"},
+      {"setup", "setup"},
+      {"train", "train"},
+      {"run_model", "train"},
+      {"retime", "train"},
+      {"launch", "launch"},
+      {"report", "report"},
+      {"whatif", "report"},
+      {"experiment", "experiment"},
       {"bench", "bench"},
   };
   return areas;
@@ -128,8 +141,8 @@ TEST(Layering, NoAreaIncludesItsOwnRankOrAbove) {
                     << (from == area_ranks().end() ? inc.from : inc.to) << "'";
       continue;
     }
-    EXPECT_LT(to->second, from->second) << inc.file << ":" << inc.line << " #include \"" << inc.text << "\": "
-                                        << inc.from << " (rank " << from->second << ") reaches "
+    EXPECT_LT(to->second, from->second) << inc.file << ":" << inc.line << " #include \"" << inc.text
+                                        << "\": " << inc.from << " (rank " << from->second << ") reaches "
                                         << (to->second == from->second ? "sideways" : "up") << " into " << inc.to
                                         << " (rank " << to->second << ")";
   }

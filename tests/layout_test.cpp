@@ -94,8 +94,7 @@ TEST(BitwiseLayout, BuiltInGptGivesTheSameBitsWithEveryTensorMisaligned) {
   Config cfg = tiny_config("single", 1);
   const int64_t vocab = load_token_data(tiny_text_dir()).vocab_size;
   const at::Tensor aligned = train_steps(cfg.model, vocab, false, 4), moved = train_steps(cfg.model, vocab, true, 4);
-  EXPECT_TRUE(at::equal(aligned, moved)) << "largest difference "
-                                         << (aligned - moved).abs().max().item<double>();
+  EXPECT_TRUE(at::equal(aligned, moved)) << "largest difference " << (aligned - moved).abs().max().item<double>();
 }
 
 TEST(BitwiseLayout, TorchScriptModuleGivesTheSameBitsWithEveryTensorMisaligned) {
@@ -107,8 +106,7 @@ TEST(BitwiseLayout, TorchScriptModuleGivesTheSameBitsWithEveryTensorMisaligned) 
   model.path = tmp.path("token.pt");
   save_token_module(model.path, o);
   const at::Tensor aligned = train_steps(model, o.vocab, false, 4), moved = train_steps(model, o.vocab, true, 4);
-  EXPECT_TRUE(at::equal(aligned, moved)) << "largest difference "
-                                         << (aligned - moved).abs().max().item<double>();
+  EXPECT_TRUE(at::equal(aligned, moved)) << "largest difference " << (aligned - moved).abs().max().item<double>();
 }
 
 }  // namespace

@@ -44,16 +44,26 @@ void sort_all_reference(const T* in, T* out, int64_t n, int64_t k) {
   for (double m : mag) above += m > t;
   int64_t ties = k - above;
   for (int64_t i = 0; i < n; ++i)
-    if (mag[size_t(i)] > t || (mag[size_t(i)] == t && ties-- > 0))
-      out[i] = static_cast<T>(static_cast<float>(in[i]));
+    if (mag[size_t(i)] > t || (mag[size_t(i)] == t && ties-- > 0)) out[i] = static_cast<T>(static_cast<float>(in[i]));
 }
 
 // One random payload; `mix` picks how it is built.
 template <typename T>
 std::vector<T> payload(std::mt19937_64& rng, int64_t n, int mix) {
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
-  const T specials[] = {T(0), -T(0), T(1), T(-1), T(2), T(-2), T(0.5), inf, -inf, nan, -nan,
-                        std::numeric_limits<T>::denorm_min(), -std::numeric_limits<T>::denorm_min(),
+  const T specials[] = {T(0),
+                        -T(0),
+                        T(1),
+                        T(-1),
+                        T(2),
+                        T(-2),
+                        T(0.5),
+                        inf,
+                        -inf,
+                        nan,
+                        -nan,
+                        std::numeric_limits<T>::denorm_min(),
+                        -std::numeric_limits<T>::denorm_min(),
                         std::numeric_limits<T>::max()};
   std::normal_distribution<double> normal;
   std::uniform_int_distribution<int> pick(0, int(std::size(specials)) - 1), ulps(0, 40);
@@ -116,8 +126,8 @@ void check_against_sorting(at::ScalarType dtype, uint64_t seed) {
         lo += len;
       }
       const at::Tensor got = make_codec("topk", 128, density, 4, segments)->round_trip(xt).decoded;
-      ASSERT_TRUE(bitwise_equal(got, want)) << "seed " << seed << " trial " << trial << " mix " << m
-                                            << " density " << density << " segments " << segments.size();
+      ASSERT_TRUE(bitwise_equal(got, want)) << "seed " << seed << " trial " << trial << " mix " << m << " density "
+                                            << density << " segments " << segments.size();
       sort_all_reference(x.data(), want.data_ptr<T>(), n, k_for(density, n));
       ASSERT_TRUE(bitwise_equal(whole[d]->round_trip(xt).decoded, want))
           << "seed " << seed << " trial " << trial << " mix " << m << " density " << density << " n " << n;

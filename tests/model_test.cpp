@@ -19,8 +19,7 @@ using namespace atl;
 
 namespace {
 
-ModelConfig gpt_config(int64_t n_layer, int64_t n_head, int64_t n_embd, int64_t block_size,
-                       bool bias = false) {
+ModelConfig gpt_config(int64_t n_layer, int64_t n_head, int64_t n_embd, int64_t block_size, bool bias = false) {
   ModelConfig c;
   c.kind = "gpt";
   c.n_layer = n_layer;
@@ -173,8 +172,8 @@ TEST(ModelGpt, ParamCountMatchesGptParamCountAndClosedForm) {
   struct Shape {
     int64_t L, H, C, T, V;
   };
-  for (const Shape& s : {Shape{1, 1, 8, 4, 10}, Shape{2, 2, 32, 16, 50}, Shape{3, 4, 48, 24, 65},
-                         Shape{4, 2, 16, 33, 257}}) {
+  for (const Shape& s :
+       {Shape{1, 1, 8, 4, 10}, Shape{2, 2, 32, 16, 50}, Shape{3, 4, 48, 24, 65}, Shape{4, 2, 16, 33, 257}}) {
     for (bool bias : {false, true}) {
       const ModelConfig c = gpt_config(s.L, s.H, s.C, s.T, bias);
       auto m = make_model(c, s.V, 1);
@@ -243,8 +242,8 @@ TEST(ModelGpt, Gpt2InitScalesResidualProjections) {
     EXPECT_NEAR(mean, 0.0, 0.1 * want) << name;
     (is_residual ? residual : other)++;
   }
-  EXPECT_EQ(residual, 2 * L);        // attn_proj and mlp_proj per block
-  EXPECT_EQ(other, 2 + 2 * L);       // wte, wpe, c_attn and c_fc per block
+  EXPECT_EQ(residual, 2 * L);   // attn_proj and mlp_proj per block
+  EXPECT_EQ(other, 2 + 2 * L);  // wte, wpe, c_attn and c_fc per block
 }
 
 // ---------------------------------------------------------------- causality

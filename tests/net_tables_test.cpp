@@ -65,8 +65,7 @@ TEST(NetAlgorithms, ValidationAcceptsEverySpellingAndHelpNamesEachWithItsHelpLin
   std::string refusal;
   for (const std::string& e : validate(c))
     if (e.rfind("network.algorithm = 'butterfly'", 0) == 0) refusal = e;
-  EXPECT_NE(refusal.find("allowed values are " + join(collective_algorithm_spellings())), std::string::npos)
-      << refusal;
+  EXPECT_NE(refusal.find("allowed values are " + join(collective_algorithm_spellings())), std::string::npos) << refusal;
   const std::string help = help_of("network.algorithm");
   for (const CollectiveAlgorithm& a : collective_algorithms()) {
     EXPECT_NE(help.find(std::string(a.name) + ": " + a.help), std::string::npos) << help;

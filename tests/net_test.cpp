@@ -21,8 +21,8 @@ using testing::invalid_argument_message;
 
 NetworkModel uniform_model(int64_t n, double bandwidth, double latency, CollectiveAlgo algo,
                            double server_bandwidth = 0) {
-  return NetworkModel(std::vector<Link>(static_cast<std::size_t>(n), Link{bandwidth, latency}),
-                      algo, server_bandwidth, 0.0, 1);
+  return NetworkModel(std::vector<Link>(static_cast<std::size_t>(n), Link{bandwidth, latency}), algo, server_bandwidth,
+                      0.0, 1);
 }
 
 // ---------------------------------------------------------------- parsing
@@ -32,7 +32,7 @@ TEST(NetParse, BandwidthAcceptsBitAndByteUnitsWithDecimalPrefixes) {
   EXPECT_DOUBLE_EQ(parse_bandwidth("1Gbit/s"), 125e6);
   EXPECT_DOUBLE_EQ(parse_bandwidth("25GB/s"), 25e9);
   EXPECT_DOUBLE_EQ(parse_bandwidth("10 MB/s"), 10e6);
-  EXPECT_DOUBLE_EQ(parse_bandwidth("1e9"), 1e9);           // bare number: bytes/s
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1e9"), 1e9);  // bare number: bytes/s
   EXPECT_DOUBLE_EQ(parse_bandwidth("2.5"), 2.5);
   EXPECT_DOUBLE_EQ(parse_bandwidth("8bit/s"), 1.0);
   EXPECT_DOUBLE_EQ(parse_bandwidth("8bps"), 1.0);
@@ -51,8 +51,8 @@ TEST(NetParse, BandwidthAcceptsBitAndByteUnitsWithDecimalPrefixes) {
 }
 
 TEST(NetParse, BandwidthRejectsWordsNegativesZeroAndUnknownUnits) {
-  for (const char* bad : {"fast", "-1Mbit/s", "10 parsecs", "0", "0Mbit/s", "", "Mbit/s",
-                          "1mbit/s", "1Gbit", "0x10", "inf", "nan", "1Gbit/s x"}) {
+  for (const char* bad : {"fast", "-1Mbit/s", "10 parsecs", "0", "0Mbit/s", "", "Mbit/s", "1mbit/s", "1Gbit", "0x10",
+                          "inf", "nan", "1Gbit/s x"}) {
     const std::string msg = invalid_argument_message([&] { parse_bandwidth(bad); });
     EXPECT_NE(msg, "") << "accepted '" << bad << "'";
     EXPECT_NE(msg.find("100Mbit/s, 1Gbit/s, 25GB/s"), std::string::npos) << msg;
@@ -108,8 +108,8 @@ TEST(NetParse, AlgorithmNamesRoundTripAndUnknownNamesListTheAllowedOnes) {
 
 TEST(NetParse, EveryCommOpHasADistinctName) {
   std::set<std::string> names;
-  for (auto op : {CommOp::AllReduce, CommOp::AllGather, CommOp::Broadcast, CommOp::Barrier,
-                  CommOp::Exchange, CommOp::Send, CommOp::Recv}) {
+  for (auto op : {CommOp::AllReduce, CommOp::AllGather, CommOp::Broadcast, CommOp::Barrier, CommOp::Exchange,
+                  CommOp::Send, CommOp::Recv}) {
     names.insert(to_string(op));
   }
   EXPECT_EQ(names.size(), 7u);
@@ -160,21 +160,19 @@ TEST(NetTime, TreeAllReduceMatchesHandComputedValue) {
 
 TEST(NetTime, TreeAllReduceForNonPowerOfTwoUsesCeilLog2) {
   // N = 5: ceil(log2 5) = 3: 2*3*0.01 + 2*4/5*1 = 0.06 + 1.6 = 1.66 s.
-  EXPECT_NEAR(uniform_model(5, kBeta, kAlpha, CollectiveAlgo::Tree)
-                  .collective_seconds(CommOp::AllReduce, kS, 0),
-              1.66, 1e-12);
+  EXPECT_NEAR(uniform_model(5, kBeta, kAlpha, CollectiveAlgo::Tree).collective_seconds(CommOp::AllReduce, kS, 0), 1.66,
+              1e-12);
   // N = 3: ceil(log2 3) = 2: 2*2*0.01 + 2*2/3*1 = 0.04 + 4/3 s.
-  EXPECT_NEAR(uniform_model(3, kBeta, kAlpha, CollectiveAlgo::Tree)
-                  .collective_seconds(CommOp::AllReduce, kS, 0),
+  EXPECT_NEAR(uniform_model(3, kBeta, kAlpha, CollectiveAlgo::Tree).collective_seconds(CommOp::AllReduce, kS, 0),
               0.04 + 4.0 / 3.0, 1e-12);
 }
 
 TEST(NetTime, ParameterServerAllReduceMatchesHandComputedValue) {
   // Server link = worker link (1e6 B/s): 2 alpha + 2 max(S/beta, N S/beta_server)
   //   = 0.02 + 2 * max(1, 4) = 8.02 s: the server link is the bottleneck.
-  EXPECT_NEAR(uniform_model(4, kBeta, kAlpha, CollectiveAlgo::ParameterServer)
-                  .collective_seconds(CommOp::AllReduce, kS, 0),
-              8.02, 1e-12);
+  EXPECT_NEAR(
+      uniform_model(4, kBeta, kAlpha, CollectiveAlgo::ParameterServer).collective_seconds(CommOp::AllReduce, kS, 0),
+      8.02, 1e-12);
   // Server at 1e7 B/s: 0.02 + 2 * max(1, 4e6/1e7 = 0.4) = 2.02 s: workers' links decide.
   EXPECT_NEAR(uniform_model(4, kBeta, kAlpha, CollectiveAlgo::ParameterServer, 1e7)
                   .collective_seconds(CommOp::AllReduce, kS, 0),
@@ -198,8 +196,8 @@ TEST(NetTime, OtherOpsMatchHandComputedValues) {
 TEST(NetTime, ASingleParticipantTakesZeroSecondsForEveryOp) {
   const NetworkModel one = NetworkModel({Link{kBeta, kAlpha}}, CollectiveAlgo::Ring, 0, 0.5, 3);
   const NetworkModel four = uniform_model(4, kBeta, kAlpha, CollectiveAlgo::Tree);
-  for (auto op : {CommOp::AllReduce, CommOp::AllGather, CommOp::Broadcast, CommOp::Barrier,
-                  CommOp::Exchange, CommOp::Send, CommOp::Recv}) {
+  for (auto op : {CommOp::AllReduce, CommOp::AllGather, CommOp::Broadcast, CommOp::Barrier, CommOp::Exchange,
+                  CommOp::Send, CommOp::Recv}) {
     EXPECT_EQ(one.collective_seconds(op, kS, 5), 0.0) << to_string(op);
     EXPECT_EQ(four.op_seconds(op, kS, {2}, 5), 0.0) << to_string(op);
   }
@@ -215,11 +213,10 @@ TEST(NetTime, ParticipantOutsideTheWorldIsRejected) {
 
 TEST(NetBytes, EveryOpMatchesTheFormulasForOneTwoAndEightRanks) {
   const double s = 1000;
-  const auto ring = CollectiveAlgo::Ring, tree = CollectiveAlgo::Tree,
-             ps = CollectiveAlgo::ParameterServer;
+  const auto ring = CollectiveAlgo::Ring, tree = CollectiveAlgo::Tree, ps = CollectiveAlgo::ParameterServer;
   // N = 1 moves nothing, whatever the op.
-  for (auto op : {CommOp::AllReduce, CommOp::AllGather, CommOp::Broadcast, CommOp::Barrier,
-                  CommOp::Exchange, CommOp::Send, CommOp::Recv}) {
+  for (auto op : {CommOp::AllReduce, CommOp::AllGather, CommOp::Broadcast, CommOp::Barrier, CommOp::Exchange,
+                  CommOp::Send, CommOp::Recv}) {
     for (bool root : {true, false}) {
       const ByteCount c = bytes_for(op, ring, s, 1, root);
       EXPECT_EQ(c.sent, 0.0) << to_string(op);
@@ -264,16 +261,15 @@ TEST(NetBytes, EveryOpMatchesTheFormulasForOneTwoAndEightRanks) {
   for (const Case& c : cases) {
     const ByteCount b = bytes_for(c.op, c.algo, s, c.n, c.root);
     EXPECT_DOUBLE_EQ(b.sent, c.sent) << to_string(c.op) << " " << to_string(c.algo) << " N=" << c.n;
-    EXPECT_DOUBLE_EQ(b.received, c.received)
-        << to_string(c.op) << " " << to_string(c.algo) << " N=" << c.n;
+    EXPECT_DOUBLE_EQ(b.received, c.received) << to_string(c.op) << " " << to_string(c.algo) << " N=" << c.n;
   }
 }
 
 // -------------------------------------------------------- heterogeneous
 
 TEST(NetHeterogeneous, SlowestBandwidthAndLargestLatencyDecide) {
-  const NetworkModel net({Link{1e6, 0.01}, Link{5e5, 0.002}, Link{2e6, 0.05}, Link{1e6, 0.0}},
-                         CollectiveAlgo::Ring, 0, 0, 1);
+  const NetworkModel net({Link{1e6, 0.01}, Link{5e5, 0.002}, Link{2e6, 0.05}, Link{1e6, 0.0}}, CollectiveAlgo::Ring, 0,
+                         0, 1);
   // All four: beta = 5e5 (rank 1), alpha = 0.05 (rank 2):
   //   2*3*0.05 + 2*3/4 * 1e6/5e5 = 0.3 + 3 = 3.3 s.
   EXPECT_NEAR(net.collective_seconds(CommOp::AllReduce, 1e6, 0), 3.3, 1e-12);
@@ -282,8 +278,8 @@ TEST(NetHeterogeneous, SlowestBandwidthAndLargestLatencyDecide) {
 }
 
 TEST(NetHeterogeneous, ExchangeBetweenTwoRanksUsesOnlyTheirLinks) {
-  const NetworkModel net({Link{1e6, 0.01}, Link{5e5, 0.002}, Link{2e6, 0.05}, Link{1e6, 0.0}},
-                         CollectiveAlgo::Ring, 0, 0, 1);
+  const NetworkModel net({Link{1e6, 0.01}, Link{5e5, 0.002}, Link{2e6, 0.05}, Link{1e6, 0.0}}, CollectiveAlgo::Ring, 0,
+                         0, 1);
   // 0 <-> 3: alpha = 0.01, beta = 1e6: 0.01 + 1 = 1.01 s (rank 1's slow link is irrelevant).
   EXPECT_NEAR(net.op_seconds(CommOp::Exchange, 1e6, {0, 3}, 0), 1.01, 1e-12);
   // 2 <-> 3: alpha = 0.05, beta = 1e6: 1.05 s.
@@ -330,8 +326,8 @@ TEST(NetJitter, JitterAddsToTheFormulaTime) {
   const std::vector<Link> links(4, Link{1e6, 0.01});
   const NetworkModel plain(links, CollectiveAlgo::Ring, 0, 0.0, 9);
   const NetworkModel jittered(links, CollectiveAlgo::Ring, 0, 0.005, 9);
-  const double d = jittered.collective_seconds(CommOp::AllReduce, 1e6, 3) -
-                   plain.collective_seconds(CommOp::AllReduce, 1e6, 3);
+  const double d =
+      jittered.collective_seconds(CommOp::AllReduce, 1e6, 3) - plain.collective_seconds(CommOp::AllReduce, 1e6, 3);
   EXPECT_GE(d, 0.0);
   EXPECT_LT(d, 0.005);
 }
@@ -413,12 +409,10 @@ TEST(NetFromConfig, EmptyServerBandwidthMeansTheDefaultBandwidth) {
   cfg.bandwidth = "8Mbit/s";  // 1e6 B/s
   cfg.algorithm = "ps";
   // Server 1e6 B/s: 2 * max(1e6/1e6, 4 * 1e6/1e6) = 8 s.
-  EXPECT_NEAR(NetworkModel::from_config(cfg, 4, 1).collective_seconds(CommOp::AllReduce, 1e6, 0),
-              8.0, 1e-12);
+  EXPECT_NEAR(NetworkModel::from_config(cfg, 4, 1).collective_seconds(CommOp::AllReduce, 1e6, 0), 8.0, 1e-12);
   // Server 1e7 B/s: 2 * max(1, 0.4) = 2 s.
   cfg.server_bandwidth = "80Mbit/s";
-  EXPECT_NEAR(NetworkModel::from_config(cfg, 4, 1).collective_seconds(CommOp::AllReduce, 1e6, 0),
-              2.0, 1e-12);
+  EXPECT_NEAR(NetworkModel::from_config(cfg, 4, 1).collective_seconds(CommOp::AllReduce, 1e6, 0), 2.0, 1e-12);
 }
 
 TEST(NetFromConfig, JitterIsParsedAndSeeded) {
@@ -438,26 +432,19 @@ TEST(NetFromConfig, ErrorsNameTheOffendingKey) {
     edit(cfg);
     return invalid_argument_message([&] { NetworkModel::from_config(cfg, workers, 1); });
   };
-  auto has = [](const std::string& msg, const std::string& key) {
-    return msg.find(key) != std::string::npos;
-  };
+  auto has = [](const std::string& msg, const std::string& key) { return msg.find(key) != std::string::npos; };
   EXPECT_TRUE(has(message([](NetworkConfig& c) { c.bandwidth = "fast"; }, 2), "network.bandwidth"));
   EXPECT_TRUE(has(message([](NetworkConfig& c) { c.latency = "-1ms"; }, 2), "network.latency"));
   EXPECT_TRUE(has(message([](NetworkConfig& c) { c.jitter = "lots"; }, 2), "network.jitter"));
   EXPECT_TRUE(has(message([](NetworkConfig& c) { c.algorithm = "mesh"; }, 2), "network.algorithm"));
-  EXPECT_TRUE(has(message([](NetworkConfig& c) { c.server_bandwidth = "0"; }, 2),
-                  "network.server_bandwidth"));
-  EXPECT_TRUE(has(message([](NetworkConfig& c) { c.worker_bandwidth = "1Gbit/s,x"; }, 2),
-                  "network.worker_bandwidth"));
-  EXPECT_TRUE(has(message([](NetworkConfig& c) { c.worker_latency = ",10 parsecs"; }, 2),
-                  "network.worker_latency"));
+  EXPECT_TRUE(has(message([](NetworkConfig& c) { c.server_bandwidth = "0"; }, 2), "network.server_bandwidth"));
+  EXPECT_TRUE(has(message([](NetworkConfig& c) { c.worker_bandwidth = "1Gbit/s,x"; }, 2), "network.worker_bandwidth"));
+  EXPECT_TRUE(has(message([](NetworkConfig& c) { c.worker_latency = ",10 parsecs"; }, 2), "network.worker_latency"));
   // More entries than workers.
-  const std::string too_many =
-      message([](NetworkConfig& c) { c.worker_bandwidth = "1Gbit/s,1Gbit/s,1Gbit/s"; }, 2);
+  const std::string too_many = message([](NetworkConfig& c) { c.worker_bandwidth = "1Gbit/s,1Gbit/s,1Gbit/s"; }, 2);
   EXPECT_TRUE(has(too_many, "network.worker_bandwidth")) << too_many;
   EXPECT_TRUE(has(too_many, "3 entries for 2 workers")) << too_many;
-  EXPECT_TRUE(has(message([](NetworkConfig& c) { c.worker_latency = "1ms,2ms,3ms"; }, 2),
-                  "network.worker_latency"));
+  EXPECT_TRUE(has(message([](NetworkConfig& c) { c.worker_latency = "1ms,2ms,3ms"; }, 2), "network.worker_latency"));
   EXPECT_THROW(NetworkModel::from_config(NetworkConfig{}, 0, 1), std::invalid_argument);
 }
 
@@ -516,8 +503,7 @@ TEST(NetCost, FormattedReportShowsTheWorkedExampleFigures) {
   EXPECT_NE(text.find("100 Mbit/s"), std::string::npos) << text;
   EXPECT_NE(text.find("diloco (H=500)"), std::string::npos) << text;
   EXPECT_NE(text.find("one copy through one link: 1120 s (18.7 min)"), std::string::npos) << text;
-  EXPECT_NE(text.find("one sync (ring all-reduce, N=8): 1960 s (32.7 min)"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("one sync (ring all-reduce, N=8): 1960 s (32.7 min)"), std::string::npos) << text;
   EXPECT_NE(text.find("sent per worker 24.5 GB"), std::string::npos) << text;
   EXPECT_NE(text.find("syncs in run: 2"), std::string::npos) << text;
   EXPECT_NE(text.find("compute utilisation: 0.0%"), std::string::npos) << text;

@@ -13,9 +13,9 @@
 #include "atoll/whatif.h"
 #include "report/groups.h"
 #include "report/network_sliders.h"
-#include "util/format.h"
 #include "test_util.h"
 #include "tiny_data.h"
+#include "util/format.h"
 
 namespace atl {
 namespace {
@@ -148,7 +148,8 @@ TEST(NetworkSliders, RunsTooLongForTheBudgetGetANoteInsteadOfTheGrid) {
   o.network_sliders = true;
   o.network_sliders_budget = 100;  // the two 8-step, 2-worker runs need 2 x 16 x 55
   const std::string html = html_report({load_run(traced().ddp), load_run(traced().diloco)}, o);
-  EXPECT_NE(html.find("the runs are long: the grid would replay 1.76e+03 worker-steps (budget 100)"), std::string::npos);
+  EXPECT_NE(html.find("the runs are long: the grid would replay 1.76e+03 worker-steps (budget 100)"),
+            std::string::npos);
   EXPECT_TRUE(network_data(html).is_null());
 }
 
@@ -176,9 +177,9 @@ TEST(NetworkSliders, ReadoutsReadAsPeopleQuoteLinks) {
   for (double b : default_grid_bandwidths()) bandwidths.push_back(format_bit_rate(b));
   for (double l : default_grid_latencies()) latencies.push_back(format_latency(l));
   // 1 Gbit/s is 124999999.99999997 B/s on the grid: still "1 Gbit/s".
-  EXPECT_EQ(bandwidths, (std::vector<std::string>{"1 Mbit/s", "3.16 Mbit/s", "10 Mbit/s", "31.6 Mbit/s", "100 Mbit/s",
-                                                  "316 Mbit/s", "1 Gbit/s", "3.16 Gbit/s", "10 Gbit/s", "31.6 Gbit/s",
-                                                  "100 Gbit/s"}));
+  EXPECT_EQ(bandwidths,
+            (std::vector<std::string>{"1 Mbit/s", "3.16 Mbit/s", "10 Mbit/s", "31.6 Mbit/s", "100 Mbit/s", "316 Mbit/s",
+                                      "1 Gbit/s", "3.16 Gbit/s", "10 Gbit/s", "31.6 Gbit/s", "100 Gbit/s"}));
   EXPECT_EQ(latencies, (std::vector<std::string>{"0 ms", "1 ms", "10 ms", "30 ms", "100 ms"}));
   EXPECT_EQ(format_latency(2.5), "2.5 s");
 }

@@ -39,8 +39,12 @@ std::string npy_bytes(int major, std::string dict, const std::string& data) {
   return out + dict + data;
 }
 
-std::string raw(const std::vector<float>& v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); }
-std::string raw(const std::vector<int64_t>& v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8); }
+std::string raw(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+}
+std::string raw(const std::vector<int64_t>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8);
+}
 
 std::string npy_error_of(const std::function<void()>& fn) {
   try {
@@ -57,12 +61,11 @@ std::string npy_error_of(const std::function<void()>& fn) {
 
 TEST(NpyFile, WriteThenReadRoundTripsEveryWritableDtype) {
   testing::TempDir dir;
-  const std::vector<at::Tensor> tensors = {
-      at::arange(6, at::kFloat).reshape({2, 3}).mul_(0.5).sub_(1),
-      at::tensor({int64_t{-5}, int64_t{1} << 40, int64_t{0}, int64_t{7}}),
-      at::arange(8, at::kInt).reshape({2, 2, 2}).mul_(-3),
-      at::tensor(std::vector<uint8_t>{0, 128, 255}).reshape({3, 1}),
-      at::empty({0, 4}, at::kFloat)};
+  const std::vector<at::Tensor> tensors = {at::arange(6, at::kFloat).reshape({2, 3}).mul_(0.5).sub_(1),
+                                           at::tensor({int64_t{-5}, int64_t{1} << 40, int64_t{0}, int64_t{7}}),
+                                           at::arange(8, at::kInt).reshape({2, 2, 2}).mul_(-3),
+                                           at::tensor(std::vector<uint8_t>{0, 128, 255}).reshape({3, 1}),
+                                           at::empty({0, 4}, at::kFloat)};
   const char* dtypes[] = {"float32", "int64", "int32", "uint8", "float32"};
   for (size_t i = 0; i < tensors.size(); ++i) {
     const std::string path = dir / ("t" + std::to_string(i) + ".npy");
@@ -91,16 +94,18 @@ TEST(NpyFile, ReadsVersion2And3HeadersAndUint16AsInt32) {
   EXPECT_TRUE(at::equal(a.values, at::tensor({1, 65535, 7}, at::kInt)));
 
   // 3.0, keys in another order, double quotes, no trailing comma, odd spaces.
-  const NpyArray b = parse_npy(
-      npy_bytes(3, "{ \"shape\" : ( 2 , 2 ) ,'fortran_order':False,  'descr':'<i8'}", raw(std::vector<int64_t>{1, 2, 3, 4})),
-      "v3");
+  const NpyArray b = parse_npy(npy_bytes(3, "{ \"shape\" : ( 2 , 2 ) ,'fortran_order':False,  'descr':'<i8'}",
+                                         raw(std::vector<int64_t>{1, 2, 3, 4})),
+                               "v3");
   EXPECT_EQ(b.dtype, "int64");
   EXPECT_TRUE(at::equal(b.values, at::tensor(std::vector<int64_t>{1, 2, 3, 4}).reshape({2, 2})));
 
-  const NpyArray c = parse_npy(npy_bytes(1, "{'descr': '<u1', 'fortran_order': False, 'shape': (2, 1), }", "\x05\x06"), "u1");
+  const NpyArray c =
+      parse_npy(npy_bytes(1, "{'descr': '<u1', 'fortran_order': False, 'shape': (2, 1), }", "\x05\x06"), "u1");
   EXPECT_EQ(c.dtype, "uint8");
   EXPECT_EQ(c.shape, (std::vector<int64_t>{2, 1}));
-  const NpyArray d = parse_npy(npy_bytes(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }", "\xff\xff\xff\xff"), "i4");
+  const NpyArray d =
+      parse_npy(npy_bytes(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (1,), }", "\xff\xff\xff\xff"), "i4");
   EXPECT_EQ(d.values.item<int32_t>(), -1);
 }
 
@@ -121,14 +126,17 @@ TEST(NpyFile, BadInputsThrowNpyErrorsThatStartWithTheSourceAndNameTheProblem) {
   const std::vector<Case> cases = {
       {"wrong magic", "\x93NUMPZ\x01\x00\x00\x00", "magic"},
       {"empty file", "", "magic"},
-      {"version 4.0", std::string("\x93NUMPY\x04\x00\x10\x00", 10) + std::string(16, ' '), "version 4.0 is not supported"},
+      {"version 4.0", std::string("\x93NUMPY\x04\x00\x10\x00", 10) + std::string(16, ' '),
+       "version 4.0 is not supported"},
       {"Fortran order", v1(hdr("<f4", "True", "(2, 3)"), f4x6), "np.ascontiguousarray"},
       {"float16", v1(hdr("<f2", "False", "(6,)"), std::string(12, '\0')), "unsupported dtype '<f2' (float16)"},
       {"float64", v1(hdr("<f8", "False", "(3,)"), std::string(24, '\0')), "allowed: '<f4' float32"},
       {"big-endian", v1(hdr(">f4", "False", "(6,)"), f4x6), "big-endian"},
       {"object array", v1(hdr("|O", "False", "(2,)"), std::string(16, '\0')), "object arrays"},
-      {"structured", v1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }", f4x6), "structured arrays"},
-      {"truncated data", v1(hdr("<f4", "False", "(2, 3)"), f4x6.substr(0, 20)), "truncated data: shape (2, 3) of float32 needs 24 bytes but 20"},
+      {"structured", v1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }", f4x6),
+       "structured arrays"},
+      {"truncated data", v1(hdr("<f4", "False", "(2, 3)"), f4x6.substr(0, 20)),
+       "truncated data: shape (2, 3) of float32 needs 24 bytes but 20"},
       {"trailing bytes", v1(hdr("<f4", "False", "(2, 3)"), f4x6 + "abcd"), "4 trailing bytes"},
       {"header length past the end", past_end, "runs past the end of the file"},
       {"0-d shape", v1(hdr("<f4", "False", "()"), f4x6.substr(0, 4)), "0-d array"},
@@ -138,7 +146,8 @@ TEST(NpyFile, BadInputsThrowNpyErrorsThatStartWithTheSourceAndNameTheProblem) {
       {"huge dimension", v1(hdr("<f4", "False", "(99999999999999999999999,)"), f4x6), "larger than 2^40"},
       {"extra key", v1("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'x': 1}", f4x6), "unexpected key 'x'"},
       {"missing key", v1("{'descr': '<f4', 'fortran_order': False}", f4x6), "lacks 'shape'"},
-      {"duplicate key", v1("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (6,)}", f4x6), "appears twice"},
+      {"duplicate key", v1("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (6,)}", f4x6),
+       "appears twice"},
       {"not a dict", v1("['descr', '<f4']", f4x6), "does not start with '{'"},
       {"text after the dict", v1(hdr("<f4", "False", "(6,)") + " x", f4x6), "after the closing '}'"},
   };
@@ -180,7 +189,8 @@ TEST(NpyData, LoadsAFolderAndRefusesMismatchedMissingOrDifferingFiles) {
   write_npy(dir / "train_targets.npy", at::zeros({9}, at::kLong));
   std::string msg = npy_error_of([&] { load_npy_data(dir.str()); });
   EXPECT_NE(msg.find("train_targets.npy: mismatched lengths: 9 targets but train_inputs.npy holds 10"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
 
   write_folder(dir.str(), 10, 4);
   write_npy(dir / "val_inputs.npy", at::zeros({4, 3}));
@@ -205,8 +215,7 @@ TEST(NpyData, LoadsAFolderAndRefusesMismatchedMissingOrDifferingFiles) {
   fs::remove(dir / "val_targets.npy");
   fs::remove(dir / "train_inputs.npy");
   msg = npy_error_of([&] { load_npy_data(dir.str()); });
-  EXPECT_NE(msg.find("missing train_inputs.npy, val_targets.npy; an npy data folder holds"), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find("missing train_inputs.npy, val_targets.npy; an npy data folder holds"), std::string::npos) << msg;
   msg = npy_error_of([&] { load_npy_data(dir / "nowhere"); });
   EXPECT_NE(msg.find("no such folder"), std::string::npos) << msg;
 }
@@ -304,7 +313,8 @@ TEST(NpyData, TokenIdsOutsideTheVocabularyAreNamedWithTheirExample) {
   EXPECT_NO_THROW(check_npy_token_ids(d, 10, dir.str()));
   const std::string msg = npy_error_of([&] { check_npy_token_ids(d, 7, dir.str()); });
   EXPECT_NE(msg.find("val_targets.npy: example 1 holds token id 9, outside [0, data.vocab_size = 7)"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
 }
 
 // ---------------------------------------------------------------- DataSource
@@ -367,7 +377,8 @@ TEST(NpySource, ImagesGiveEvalBatchesInOrderAndFullEvalRowsEqualTheFile) {
   EXPECT_NO_THROW(DataSource(npy_config(dir.str(), "mlp")));
   const std::string msg = npy_error_of([&] { DataSource(npy_config(dir.str(), "cnn")); });
   EXPECT_NE(msg.find("train_inputs.npy: examples of shape (784,), but model.kind = cnn needs 28 x 28 images"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
 }
 
 TEST(NpySource, TokenSequencesCountTTokensPerExampleAndCheckTheVocabulary) {
@@ -393,8 +404,8 @@ TEST(NpySource, TokenSequencesCountTTokensPerExampleAndCheckTheVocabulary) {
   cfg.data.vocab_size = 11;
   cfg.model.block_size = 4;
   msg = npy_error_of([&] { DataSource{cfg}; });
-  EXPECT_NE(msg.find("sequences of 8 tokens, but model.block_size = 4; set model.block_size = 8"),
-            std::string::npos) << msg;
+  EXPECT_NE(msg.find("sequences of 8 tokens, but model.block_size = 4; set model.block_size = 8"), std::string::npos)
+      << msg;
 }
 
 // ---------------------------------------------------------------- end to end

@@ -17,8 +17,8 @@
 #include "atoll/train.h"
 #include "model/batched_matmul.h"
 #include "model/precision.h"
-#include "test_util.h"
 #include "run_series.h"
+#include "test_util.h"
 #include "tiny_data.h"
 #include "torchscript_modules.h"
 

@@ -9,9 +9,9 @@
 #include "atoll/report.h"
 #include "atoll/train.h"
 #include "report/groups.h"
-#include "util/format.h"
 #include "test_util.h"
 #include "tiny_data.h"
+#include "util/format.h"
 
 namespace atl {
 namespace {
@@ -239,7 +239,7 @@ TEST(SeedGroups, RunsDifferingOnlyInTheirSeedAreOneSettingNamedByTheirStem) {
   const GroupFigures f = group_figures(groups[0], 0);
   EXPECT_DOUBLE_EQ(f.loss.mean, 2.1);
   EXPECT_NEAR(f.loss.half_width, student_t_quantile(0.95, 1) * std::sqrt(0.02) / std::sqrt(2.0), 1e-12);
-  EXPECT_EQ(&reference_group(groups, ""), &groups[0]);  // the DDP setting
+  EXPECT_EQ(&reference_group(groups, ""), &groups[0]);           // the DDP setting
   EXPECT_EQ(&reference_group(groups, "diloco_s2"), &groups[1]);  // a run's name finds its setting
   EXPECT_THROW(reference_group(groups, "nope"), std::invalid_argument);
 }

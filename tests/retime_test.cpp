@@ -20,9 +20,19 @@ namespace {
 
 // Figures a run measures on the machine, not on the simulated clock.
 bool is_wall_clock(const std::string& key) {
-  static const char* wall[] = {"elapsed_s", "tokens_per_s", "model_flops_per_s", "eval_s", "final_eval_s", "startup_s",
-                               "wall_s", "correlation_ms", "comm_wall_s", "compute_wall_s",
-                               "comm_wall_s_per_worker", "compute_wall_s_per_worker", "threads_per_worker"};
+  static const char* wall[] = {"elapsed_s",
+                               "tokens_per_s",
+                               "model_flops_per_s",
+                               "eval_s",
+                               "final_eval_s",
+                               "startup_s",
+                               "wall_s",
+                               "correlation_ms",
+                               "comm_wall_s",
+                               "compute_wall_s",
+                               "comm_wall_s_per_worker",
+                               "compute_wall_s_per_worker",
+                               "threads_per_worker"};
   for (const char* w : wall)
     if (key == w) return true;
   return false;
@@ -162,10 +172,17 @@ std::vector<Case> retime_cases() {
       Case{"noloco", "noloco", 4, {"noloco.inner_steps=5"}, {}},
       Case{"palsgd", "palsgd", 2, {}, {}},
       Case{"demo", "demo", 3, {}, {}},
-      Case{"streaming_async", "streaming", 2, {"streaming.fragment_blocks=1", "model.n_layer=2", "streaming.overlap=2", "diloco.inner_steps=6"}, {}},
+      Case{"streaming_async",
+           "streaming",
+           2,
+           {"streaming.fragment_blocks=1", "model.n_layer=2", "streaming.overlap=2", "diloco.inner_steps=6"},
+           {}},
       Case{"single", "single", 1, {}, {}},
       Case{"diloco_islands_leader", "diloco", 4, {"islands.devices=2", "islands.exchange=leader"}, {}},
-      Case{"ddp_islands_to_sharded_shared_uplink", "ddp", 4, {"islands.devices=2", "islands.exchange=leader"},
+      Case{"ddp_islands_to_sharded_shared_uplink",
+           "ddp",
+           4,
+           {"islands.devices=2", "islands.exchange=leader"},
            {"islands.exchange=sharded", "network.island_uplink=shared", "network.intra_bandwidth=5Gbit/s",
             "network.intra_latency=1ms"}},
       Case{"diloco_outages", "diloco", 2, {"network.outages=1@0.001s-0.2s"}, {}},
@@ -178,9 +195,8 @@ std::vector<Case> retime_cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Strategies, RetimeEqualsRerun, ::testing::ValuesIn(retime_cases()),
-    [](const ::testing::TestParamInfo<Case>& param_info) { return param_info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Strategies, RetimeEqualsRerun, ::testing::ValuesIn(retime_cases()),
+                         [](const ::testing::TestParamInfo<Case>& param_info) { return param_info.param.name; });
 
 }  // namespace
 }  // namespace atl

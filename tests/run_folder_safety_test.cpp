@@ -33,7 +33,6 @@ std::string message_of(const std::function<void()>& fn) {
   return "";
 }
 
-
 Config small_run(const testing::TempDir& tmp, const std::string& name) {
   Config cfg = tiny_config("single", 1);
   cfg.train.steps = 4;
@@ -133,7 +132,8 @@ TEST(RunFolderSafety, NamesAndPathsThatLeaveTheirParentAreRefusedBeforeAnyWork) 
     cfg.run.out_dir = c.out_dir;
     cfg.run.overwrite = true;
     const std::string msg = message_of([&] { train(cfg); });
-    EXPECT_NE(msg.find(c.expect), std::string::npos) << "name '" << c.name << "' out_dir '" << c.out_dir << "': " << msg;
+    EXPECT_NE(msg.find(c.expect), std::string::npos)
+        << "name '" << c.name << "' out_dir '" << c.out_dir << "': " << msg;
   }
   EXPECT_EQ(testing::folder_snapshot(tmp.str()), before);
   // The same from a TOML file, where \u0000 is legal in a string.

@@ -149,10 +149,11 @@ TEST(Safetensors, ReadsOtherWritersLayoutsInDataOrder) {
   const int64_t seven = 7;
   std::memcpy(&buffer[0], &seven, 8);
   std::memcpy(&buffer[8], &one, 4);
-  const std::string header = "{ \"z\": {\"shape\": [], \"dtype\": \"I64\", \"data_offsets\": [0, 8]},\n"
-                             "  \"a\": {\"data_offsets\": [8, 12], \"dtype\": \"F32\", \"shape\": [1, 1]},\n"
-                             "  \"nothing\": {\"dtype\": \"F64\", \"shape\": [0], \"data_offsets\": [12, 12]},\n"
-                             "  \"__metadata__\": {\"k\": \"v\"} }";
+  const std::string header =
+      "{ \"z\": {\"shape\": [], \"dtype\": \"I64\", \"data_offsets\": [0, 8]},\n"
+      "  \"a\": {\"data_offsets\": [8, 12], \"dtype\": \"F32\", \"shape\": [1, 1]},\n"
+      "  \"nothing\": {\"dtype\": \"F64\", \"shape\": [0], \"data_offsets\": [12, 12]},\n"
+      "  \"__metadata__\": {\"k\": \"v\"} }";
   const SafetensorsFile f = parse_safetensors(file_bytes(header, buffer), "other");
   ASSERT_EQ(f.tensors.size(), 3u);
   EXPECT_EQ(f.tensors[0].name, "z");
@@ -230,11 +231,13 @@ TEST(Safetensors, RefusesDamagedFilesNamingTheProblem) {
       {"metadata not an object", file_bytes("{\"__metadata__\":[\"k\"]}"),
        "__metadata__ is an array, not an object of strings"},
       {"a name twice", file_bytes("{\"a\":" + f32x1 + ",\"a\":" + f32x1 + "}", "abcd"), "the header names \"a\" twice"},
-      {"a key twice", file_bytes("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", "abcd"),
+      {"a key twice",
+       file_bytes("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", "abcd"),
        "tensor \"a\": key \"dtype\" appears twice"},
       {"nested too deeply", file_bytes("{\"a\":" + entry("\"F32\"", "[[1]]", "[0,4]") + "}", "abcd"),
        "tensor \"a\": a value is nested deeper than the format allows"},
-      {"bool byte not 0 or 1", file_bytes("{\"a\":" + entry("\"BOOL\"", "[2]", "[0,2]") + "}", std::string("\x01\x02", 2)),
+      {"bool byte not 0 or 1",
+       file_bytes("{\"a\":" + entry("\"BOOL\"", "[2]", "[0,2]") + "}", std::string("\x01\x02", 2)),
        "tensor \"a\": BOOL element 1 is 2, not 0 or 1"},
   };
   for (const BadInput& c : cases) {
@@ -247,18 +250,29 @@ TEST(Safetensors, RefusesDamagedFilesNamingTheProblem) {
 
 TEST(Safetensors, WriterRefusesWhatTheFormatCannotHold) {
   const at::Tensor t = at::ones({2}, at::kFloat);
-  EXPECT_NE(error_of([&] { encode_safetensors({{"a", t}, {"a", t}}); }).find("tensor \"a\": the name appears twice"),
+  EXPECT_NE(error_of([&] {
+              encode_safetensors({{"a", t}, {"a", t}});
+            }).find("tensor \"a\": the name appears twice"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { encode_safetensors({{"__metadata__", t}}); }).find("reserved for the metadata"),
+  EXPECT_NE(error_of([&] {
+              encode_safetensors({{"__metadata__", t}});
+            }).find("reserved for the metadata"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { encode_safetensors({{"u", at::Tensor()}}); }).find("tensor \"u\": the tensor is undefined"),
+  EXPECT_NE(error_of([&] {
+              encode_safetensors({{"u", at::Tensor()}});
+            }).find("tensor \"u\": the tensor is undefined"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { encode_safetensors({{"c", at::ones({2}, at::kComplexFloat)}}); })
-                .find("tensor \"c\": dtype ComplexFloat cannot be saved"),
+  EXPECT_NE(error_of([&] {
+              encode_safetensors({{"c", at::ones({2}, at::kComplexFloat)}});
+            }).find("tensor \"c\": dtype ComplexFloat cannot be saved"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { encode_safetensors({{std::string("bad\xff"), t}}); }).find("is not valid UTF-8"),
+  EXPECT_NE(error_of([&] {
+              encode_safetensors({{std::string("bad\xff"), t}});
+            }).find("is not valid UTF-8"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { encode_safetensors({}, {{"k", std::string("\xc3")}}); }).find("is not valid UTF-8"),
+  EXPECT_NE(error_of([&] {
+              encode_safetensors({}, {{"k", std::string("\xc3")}});
+            }).find("is not valid UTF-8"),
             std::string::npos);
 }
 

@@ -235,10 +235,11 @@ TEST(SecurityRendezvous, HostileClientsNeitherStallNorCrashTheServerNorGrowItsMe
   const double flood_seconds = std::chrono::duration<double>(Clock::now() - flood_start).count();
   worst = std::max(worst, round_trip_seconds(rank, "after"));
   const int64_t rss_after = rss_kib();
-  std::printf("hostile clients: %d connections in %.2f s; slowest legitimate set+get %.4f s; RSS %lld -> %lld KiB; "
-              "server dropped %lld, accepted %lld\n",
-              connections, flood_seconds, worst, (long long)rss_before, (long long)rss_after,
-              (long long)server.stats().dropped, (long long)server.stats().accepted);
+  std::printf(
+      "hostile clients: %d connections in %.2f s; slowest legitimate set+get %.4f s; RSS %lld -> %lld KiB; "
+      "server dropped %lld, accepted %lld\n",
+      connections, flood_seconds, worst, (long long)rss_before, (long long)rss_after, (long long)server.stats().dropped,
+      (long long)server.stats().accepted);
   EXPECT_LT(worst, 1.0) << "a legitimate rank waited over a second for the store";
   EXPECT_LT(rss_after - rss_before, 32 * 1024) << "the store grew by more than 32 MiB under attack";
   // The two authenticated offenders were dropped, not served; the rest are

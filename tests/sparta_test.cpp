@@ -66,8 +66,8 @@ TEST(Sparta, PZeroSendsNoBytesAndEveryWorkerTrainsAsIfAlone) {
   for (int64_t w = 0; w < 3; ++w) {
     EXPECT_EQ(ledgers[w].ops(), 0) << w;
     EXPECT_EQ(ledgers[w].total_sent(), 0) << w;
-    auto alone = run_with(base_config("single", "adamw"), 1, 12, 0.01,
-                          [w](int64_t) { return own_data(w); }, big());
+    auto alone = run_with(
+        base_config("single", "adamw"), 1, 12, 0.01, [w](int64_t) { return own_data(w); }, big());
     EXPECT_TRUE(bitwise_equal(got[w], alone[0])) << "worker " << w;
   }
 }
@@ -273,7 +273,7 @@ TEST(Sparta, SpartaDiLoCoSendsBothTheSparseValuesAndThePseudoGradient) {
   RunOptions o = big();
   o.rank0_ledger = &l;
   run_with(cfg, 2, 10, 0.01, own_data, o);
-  EXPECT_DOUBLE_EQ(l.sent_by_tag().at("sparse"), double(kParams) * 8);       // 10 exchanges of P/10
+  EXPECT_DOUBLE_EQ(l.sent_by_tag().at("sparse"), double(kParams) * 8);           // 10 exchanges of P/10
   EXPECT_DOUBLE_EQ(l.sent_by_tag().at("pseudo-grad"), 2 * double(kParams) * 8);  // 2 syncs of P
 }
 
@@ -308,8 +308,7 @@ TEST(NoLoCo, PairsExchangeTwoPValuesPerSyncWhateverN) {
     }
     // Pairs end a sync bitwise equal; with N > 2 not everyone is.
     if (n > 2) {
-      EXPECT_FALSE(bitwise_equal(final_params[0], final_params[1]) &&
-                   bitwise_equal(final_params[0], final_params[2]) &&
+      EXPECT_FALSE(bitwise_equal(final_params[0], final_params[1]) && bitwise_equal(final_params[0], final_params[2]) &&
                    bitwise_equal(final_params[0], final_params[3]));
     }
   }

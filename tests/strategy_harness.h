@@ -67,10 +67,10 @@ using History = std::vector<std::vector<std::vector<at::Tensor>>>;
 
 struct RunOptions {
   at::ScalarType dtype = at::kDouble;
-  int64_t in = 5, out = 3;           // model shape: in*out + out parameters
-  Ledger* rank0_ledger = nullptr;    // filled with rank 0's ledger
+  int64_t in = 5, out = 3;                 // model shape: in*out + out parameters
+  Ledger* rank0_ledger = nullptr;          // filled with rank 0's ledger
   std::vector<Ledger>* ledgers = nullptr;  // every rank's ledger
-  History* history = nullptr;        // filled if set
+  History* history = nullptr;              // filled if set
 };
 
 // Runs `steps` steps of `cfg`'s strategy on n threads; worker w reads data
@@ -106,8 +106,7 @@ inline std::vector<std::vector<at::Tensor>> run_with(const Config& cfg, int64_t 
 
 inline std::vector<std::vector<at::Tensor>> run(const Config& cfg, int64_t n, int64_t steps, double lr,
                                                 const std::function<uint64_t(int64_t)>& data_seed,
-                                                at::ScalarType dtype = at::kDouble,
-                                                Ledger* rank0_ledger = nullptr) {
+                                                at::ScalarType dtype = at::kDouble, Ledger* rank0_ledger = nullptr) {
   RunOptions o;
   o.dtype = dtype;
   o.rank0_ledger = rank0_ledger;

@@ -95,8 +95,8 @@ TEST(StrategyTable, EveryMethodHasAGoldenTrajectoryAndEveryGoldenFileAMethod) {
   for (const Method& m : strategy_table())
     EXPECT_TRUE(fs::exists(golden / (std::string(m.name) + ".json")))
         << "strategy '" << m.name << "' has no tests/golden/" << m.name << ".json: record it with "
-        << "ATOLL_UPDATE_GOLDEN=1 build/tests/atoll_tests --gtest_filter='EveryStrategy/GoldenTrajectory.*/"
-        << m.name << "'";
+        << "ATOLL_UPDATE_GOLDEN=1 build/tests/atoll_tests --gtest_filter='EveryStrategy/GoldenTrajectory.*/" << m.name
+        << "'";
   for (const auto& entry : fs::directory_iterator(golden)) {
     if (entry.path().extension() != ".json") continue;
     EXPECT_NE(find_method(entry.path().stem().string()), nullptr)
@@ -114,9 +114,7 @@ TEST(StrategyTable, EverySuitesExclusionsNameMethodsOfTheTableWithAReason) {
   }
 }
 
-TEST(StrategyTable, HelpOfStrategyNameListsEveryMethod) {
-  EXPECT_EQ(field_help("strategy.name"), strategy_choices());
-}
+TEST(StrategyTable, HelpOfStrategyNameListsEveryMethod) { EXPECT_EQ(field_help("strategy.name"), strategy_choices()); }
 
 }  // namespace
 }  // namespace atl

@@ -24,7 +24,6 @@ Config diloco_config(const std::string& inner, int64_t h, double outer_lr, doubl
   return cfg;
 }
 
-
 TEST(Strategy, DiLoCoWithH1OuterLr1NoMomentumEqualsDdpWithSameInnerSgd) {
   auto a = run(diloco_config("sgd", 1, 1.0, 0.0), 4, 25, 0.05, own_data);
   auto b = run(base_config("ddp", "sgd"), 4, 25, 0.05, own_data);

@@ -47,14 +47,16 @@ TEST(Streaming, OneFragmentNoOverlapNoMergeEqualsDiLoCo) {
 TEST(Streaming, StridedAndSequentialFragmentsGroupTransformerBlocks) {
   const auto names = gpt_names(6);
   int64_t f = 0;
-  const auto strided = assign_fragments(names, int64_t(names.size()), 3, "strided", StreamingConfig{}.block_pattern, &f);
+  const auto strided =
+      assign_fragments(names, int64_t(names.size()), 3, "strided", StreamingConfig{}.block_pattern, &f);
   ASSERT_EQ(f, 2);
-  EXPECT_EQ(strided[0], 0);                 // wte with the first fragment
-  EXPECT_EQ(strided[1], 0);                 // wpe
-  EXPECT_EQ(strided.back(), 1);             // ln_f with the last
+  EXPECT_EQ(strided[0], 0);      // wte with the first fragment
+  EXPECT_EQ(strided[1], 0);      // wpe
+  EXPECT_EQ(strided.back(), 1);  // ln_f with the last
   for (int l = 0; l < 6; ++l)
     for (int part = 0; part < 3; ++part) EXPECT_EQ(strided[2 + 3 * l + part], l % 2) << "block " << l;
-  const auto sequential = assign_fragments(names, int64_t(names.size()), 3, "sequential", StreamingConfig{}.block_pattern, &f);
+  const auto sequential =
+      assign_fragments(names, int64_t(names.size()), 3, "sequential", StreamingConfig{}.block_pattern, &f);
   for (int l = 0; l < 6; ++l) EXPECT_EQ(sequential[2 + 3 * l], l / 3) << "block " << l;
   // No block names: every tensor is a block.
   const auto plain = assign_fragments({}, 5, 2, "sequential", StreamingConfig{}.block_pattern, &f);
@@ -64,10 +66,14 @@ TEST(Streaming, StridedAndSequentialFragmentsGroupTransformerBlocks) {
 
 TEST(Streaming, TheDefaultBlockPatternFindsTheBlocksOfPyTorchStyleNames) {
   // nanoGPT's names, as a TorchScript GPT has them, and a user's own pattern.
-  const std::vector<std::string> nanogpt = {"transformer.wte.weight", "transformer.wpe.weight",
-                                            "transformer.h.0.attn.c_attn.weight", "transformer.h.0.mlp.c_fc.weight",
-                                            "transformer.h.1.attn.c_attn.weight", "transformer.h.1.mlp.c_fc.weight",
-                                            "transformer.h.2.attn.c_attn.weight", "transformer.h.3.attn.c_attn.weight",
+  const std::vector<std::string> nanogpt = {"transformer.wte.weight",
+                                            "transformer.wpe.weight",
+                                            "transformer.h.0.attn.c_attn.weight",
+                                            "transformer.h.0.mlp.c_fc.weight",
+                                            "transformer.h.1.attn.c_attn.weight",
+                                            "transformer.h.1.mlp.c_fc.weight",
+                                            "transformer.h.2.attn.c_attn.weight",
+                                            "transformer.h.3.attn.c_attn.weight",
                                             "transformer.ln_f.weight"};
   int64_t f = 0;
   EXPECT_EQ(assign_fragments(nanogpt, 9, 2, "sequential", StreamingConfig{}.block_pattern, &f),

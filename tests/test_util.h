@@ -53,8 +53,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("atoll_test_" + std::to_string(rd()) + "_" + std::to_string(rd()));
+    path_ =
+        std::filesystem::temp_directory_path() / ("atoll_test_" + std::to_string(rd()) + "_" + std::to_string(rd()));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {

@@ -275,7 +275,8 @@ const std::vector<BadFile>& bad_files() {
       {"implausible tag length", file("S" + call(1, 0, 8, varint(0), varint(100000))),
        "tag of 100000 bytes is implausible"},
       {"overlong varint", file("SW" + std::string(10, '\xff') + "\x01"), "a wait is not a valid varint"},
-      {"a later block without a step", header(2) + block(step) + block(compute(0.5)), "block 1 does not begin with a step"},
+      {"a later block without a step", header(2) + block(step) + block(compute(0.5)),
+       "block 1 does not begin with a step"},
       {"repeats beyond the limit in all", header(2) + block(step, uint64_t(1) << 40) + block(step, 2),
        "repeat more than"},
       {"implausible call rank", file("S" + std::string("O") + char(5) + char(0) + f64(8) + varint(uint64_t(1) << 33)),
@@ -342,11 +343,12 @@ TEST(RetimeRefusals, AKeyThatIsNotTheNetworkIsRefusedByName) {
   // summary.json is enough to reach the check.
   testing::TempDir dir;
   dir.write("summary.json", "{}\n");
-  for (const std::string item : {"optim.lr=0.1", "network.compute_time=measured", "network.speed_factors=1,2",
-                                 "--strategy.workers=8"}) {
+  for (const std::string item :
+       {"optim.lr=0.1", "network.compute_time=measured", "network.speed_factors=1,2", "--strategy.workers=8"}) {
     const std::string key = item.substr(item.find_first_not_of('-'), item.find('=') - item.find_first_not_of('-'));
     const std::string what = testing::invalid_argument_message([&] { retime_run(dir.str(), {item}); });
-    EXPECT_NE(what.find("retime changes only the network, not '" + key + "'"), std::string::npos) << item << ": " << what;
+    EXPECT_NE(what.find("retime changes only the network, not '" + key + "'"), std::string::npos)
+        << item << ": " << what;
   }
 }
 
@@ -361,9 +363,20 @@ TEST(RetimeRefusals, AnUnfinishedRunFolderIsRefused) {
 
 // The events without the fields measured on the machine's clock.
 std::vector<nlohmann::json> without_wall_clock(const std::vector<std::string>& lines) {
-  static const char* wall[] = {"elapsed_s", "tokens_per_s", "model_flops_per_s", "correlation_ms", "wall_s", "eta_s",
-                               "eval_s", "final_eval_s", "startup_s", "comm_wall_s", "compute_wall_s", "comm_wall_s_per_worker",
-                               "compute_wall_s_per_worker", "threads_per_worker"};
+  static const char* wall[] = {"elapsed_s",
+                               "tokens_per_s",
+                               "model_flops_per_s",
+                               "correlation_ms",
+                               "wall_s",
+                               "eta_s",
+                               "eval_s",
+                               "final_eval_s",
+                               "startup_s",
+                               "comm_wall_s",
+                               "compute_wall_s",
+                               "comm_wall_s_per_worker",
+                               "compute_wall_s_per_worker",
+                               "threads_per_worker"};
   std::vector<nlohmann::json> out;
   for (const auto& line : lines) {
     nlohmann::json e = nlohmann::json::parse(line);

@@ -21,8 +21,8 @@ inline const std::string& tiny_text_dir() {
   static const testing::TempDir folder;
   static const std::string dir = [] {
     const std::filesystem::path out = folder.path("tiny_text");
-    const char* words[] = {"the", "island", "sends", "a", "small", "update", "over", "slow", "links",
-                           "and", "every", "worker", "learns", "from", "its", "shard", "quickly"};
+    const char* words[] = {"the", "island", "sends",  "a",      "small", "update", "over",  "slow",   "links",
+                           "and", "every",  "worker", "learns", "from",  "its",    "shard", "quickly"};
     uint64_t state = 42;
     std::vector<std::string> docs;
     for (int d = 0; d < 40; ++d) {

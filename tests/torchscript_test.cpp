@@ -14,14 +14,14 @@
 
 #include "atoll/config.h"
 #include "atoll/data.h"
-#include "atoll/run_model.h"
 #include "atoll/launch.h"
 #include "atoll/model.h"
+#include "atoll/run_model.h"
 #include "atoll/setup.h"
 #include "atoll/train.h"
 #include "model/torchscript.h"
-#include "test_util.h"
 #include "run_series.h"
+#include "test_util.h"
 #include "tiny_data.h"
 #include "torchscript_modules.h"
 
@@ -134,8 +134,8 @@ Config token_config(const testing::TempDir& tmp, const std::string& strategy, co
 
 TEST(TorchScriptModel, EveryStrategyTrainsAModuleAndItsLossFalls) {
   testing::TempDir tmp;
-  for (const char* strategy : {"single", "ddp", "localsgd", "diloco", "streaming", "sparta", "sparta_diloco", "noloco",
-                               "palsgd", "demo"}) {
+  for (const char* strategy :
+       {"single", "ddp", "localsgd", "diloco", "streaming", "sparta", "sparta_diloco", "noloco", "palsgd", "demo"}) {
     Config cfg = token_config(tmp, strategy);
     cfg.run.name = strategy;
     cfg.strategy.workers = std::string(strategy) == "single" ? 1 : 3;
@@ -326,7 +326,8 @@ TEST(TorchScriptModel, TwoRanksOverGlooMatchTheSimulatorBitwise) {
       ++compared;
     }
   EXPECT_GT(compared, 8);
-  EXPECT_EQ(testing::read_text(tmp.path("real") + "/model.safetensors"), testing::read_text(sim.run_dir + "/model.safetensors"));
+  EXPECT_EQ(testing::read_text(tmp.path("real") + "/model.safetensors"),
+            testing::read_text(sim.run_dir + "/model.safetensors"));
 }
 
 // A module that breaks the contract is refused when the model is built,

@@ -2,14 +2,14 @@
 // folders, metrics, byte counts and error handling.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <atomic>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "atoll/data.h"
 #include "atoll/train.h"
@@ -83,8 +83,8 @@ TEST(Train, LedgerBytesMatchTheRingFormulaForDdpAndDiLoCo) {
   for (const char* strategy : {"ddp", "diloco"}) {
     Config cfg = tiny_config(strategy, 4);
     RunSummary s = simulate(cfg);
-    const double payload = 4.0 * double(s.params);          // fp32 values
-    const double per_op = 2.0 * 3.0 / 4.0 * payload;         // 2(N-1)/N * S
+    const double payload = 4.0 * double(s.params);    // fp32 values
+    const double per_op = 2.0 * 3.0 / 4.0 * payload;  // 2(N-1)/N * S
     const double ops = std::string(strategy) == "ddp" ? 20 : 20 / 5;
     EXPECT_DOUBLE_EQ(s.bytes_sent_per_worker, ops * per_op) << strategy;
   }
@@ -175,8 +175,8 @@ TEST(Train, FlopsModeSimulatedTimeIsStragglerComputePlusBlockingCommunication) {
     cfg.network.speed_factors = "1,2";  // worker 1 is a straggler at half speed
     RunSummary s = simulate(cfg);
     nlohmann::json start = nlohmann::json::parse(s.events.front());
-    const double c = start["flops_per_token"].get<double>() * start["tokens_per_step_per_worker"].get<double>() /
-                     (1e9 * 0.5);
+    const double c =
+        start["flops_per_token"].get<double>() * start["tokens_per_step_per_worker"].get<double>() / (1e9 * 0.5);
     const double comm = 4.0 * double(s.params) / 1e6;  // S / beta for N = 2
     const bool ddp = std::string(strategy) == "ddp";
     const double syncs = ddp ? 20 : 20 / 5;

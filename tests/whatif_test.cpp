@@ -31,7 +31,8 @@ void hand_made_run(const std::filesystem::path& dir, const std::string& strategy
   cfg.network.latency = "0ms";
   std::filesystem::create_directories(dir);
   write_file_atomic((dir / "config.toml").string(), to_toml(cfg));
-  std::string metrics = nlohmann::json{{"event", "start"}, {"strategy", strategy}, {"workers", 2}, {"params", 250000}}.dump() + "\n";
+  std::string metrics =
+      nlohmann::json{{"event", "start"}, {"strategy", strategy}, {"workers", 2}, {"params", 250000}}.dump() + "\n";
   for (const auto& [step, loss] : evals)
     metrics += nlohmann::json{{"event", "eval"}, {"step", step}, {"val_loss", loss}, {"sim_time_s", 0.0}}.dump() + "\n";
   metrics += nlohmann::json{{"event", "train"}, {"step", steps}, {"compute_s", double(steps) * kCompute}}.dump() + "\n";

@@ -112,8 +112,7 @@ TEST(ZipCheck, EntriesThatShareBytesAreRefusedBeforeAnyIsInflated) {
   const Stored outer{"m/outer", "xx" + local(code) + "yy"};
   const uint64_t inner = 30 + outer.name.size() + 2;
   const std::string nested = error_of(archive(local(outer), central(outer, 0) + central(code, inner), 2));
-  EXPECT_NE(nested.find("entry 'm/outer' (bytes 0 to 96) overlaps entry 'm/code/m.py' at byte 39"),
-            std::string::npos)
+  EXPECT_NE(nested.find("entry 'm/outer' (bytes 0 to 96) overlaps entry 'm/code/m.py' at byte 39"), std::string::npos)
       << nested;
 
   // The last entry running into the central directory.

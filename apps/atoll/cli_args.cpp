@@ -11,13 +11,12 @@ namespace {
 
 // Short flags that map onto config keys.
 const std::pair<const char*, const char*> kShortcuts[] = {
-    {"strategy", "strategy.name"}, {"workers", "strategy.workers"}, {"steps", "train.steps"},
-    {"name", "run.name"},          {"seed", "run.seed"},            {"overwrite", "run.overwrite"},
-    {"resume", "run.resume"}};
+    {"strategy", "strategy.name"}, {"workers", "strategy.workers"}, {"steps", "train.steps"}, {"name", "run.name"},
+    {"seed", "run.seed"},          {"overwrite", "run.overwrite"},  {"resume", "run.resume"}};
 
 // torchrun's flags for a real run; each also comes from its environment variable.
-const char* const kDistFlags[] = {"rank", "world-size", "master-addr", "master-port", "dist-timeout",
-                                  "dist-sync-ops", "insecure"};
+const char* const kDistFlags[] = {"rank",         "world-size",    "master-addr", "master-port",
+                                  "dist-timeout", "dist-sync-ops", "insecure"};
 
 }  // namespace
 

@@ -62,10 +62,10 @@ atl::TrainHooks progress_hooks(const atl::Config& cfg) {
     std::snprintf(line, sizeof line,
                   "step %lld/%lld | loss %s | val %s | %.0f %s | sim %s | sent/worker %s%s | %s elapsed, ETA %s",
                   (long long)p.step, (long long)p.total_steps,
-                  p.step > 0 ? (std::to_string(p.loss).substr(0, 6)).c_str() : "-",
-                  val.c_str(), p.in_tokens ? p.tokens_per_s : p.examples_per_s, p.in_tokens ? "tok/s" : "ex/s",
-                  format_duration(p.sim_time_s).c_str(), format_bytes(p.bytes_sent_per_worker).c_str(),
-                  corr.c_str(), format_duration(p.elapsed_s).c_str(), format_duration(p.eta_s).c_str());
+                  p.step > 0 ? (std::to_string(p.loss).substr(0, 6)).c_str() : "-", val.c_str(),
+                  p.in_tokens ? p.tokens_per_s : p.examples_per_s, p.in_tokens ? "tok/s" : "ex/s",
+                  format_duration(p.sim_time_s).c_str(), format_bytes(p.bytes_sent_per_worker).c_str(), corr.c_str(),
+                  format_duration(p.elapsed_s).c_str(), format_duration(p.eta_s).c_str());
     if (live) {
       std::printf("\r\033[K%s", line);
       if (p.is_eval || p.step == p.total_steps) std::printf("\n");
@@ -109,21 +109,23 @@ void print_done(const atl::RunSummary& s) {
       format_bytes(s.bytes_sent_per_worker).c_str(), s.run_dir.c_str());
   // How far to trust the final loss, and what evaluating it cost.
   const bool images = s.final_eval_tokens == s.final_eval_examples;
-  const std::string covered =
-      !in_tokens ? std::to_string(s.final_eval_examples) + (images ? " images" : " examples")
-                 : std::to_string(s.final_eval_examples) + " windows, " + std::to_string(s.final_eval_tokens) + " tokens";
-  std::printf("evaluation: final on %s (%s), standard error %s; took %s = %.1f%% of the run's wall time "
-              "(all evaluations and agreement measurements: %.1f%%)\n",
-              s.final_eval != "full" ? "the fixed sample"
-              : images               ? "the whole test split"
-                                     : "the whole validation split",
-              covered.c_str(),
-              number_text("%.4f", s.final_val_loss_se).c_str(), format_duration(s.final_eval_wall_seconds).c_str(),
-              s.wall_seconds > 0 ? 100 * s.final_eval_wall_seconds / s.wall_seconds : 0.0,
-              s.wall_seconds > 0 ? 100 * std::min(1.0, s.eval_wall_seconds / s.wall_seconds) : 0.0);
+  const std::string covered = !in_tokens ? std::to_string(s.final_eval_examples) + (images ? " images" : " examples")
+                                         : std::to_string(s.final_eval_examples) + " windows, " +
+                                               std::to_string(s.final_eval_tokens) + " tokens";
+  std::printf(
+      "evaluation: final on %s (%s), standard error %s; took %s = %.1f%% of the run's wall time "
+      "(all evaluations and agreement measurements: %.1f%%)\n",
+      s.final_eval != "full" ? "the fixed sample"
+      : images               ? "the whole test split"
+                             : "the whole validation split",
+      covered.c_str(), number_text("%.4f", s.final_val_loss_se).c_str(),
+      format_duration(s.final_eval_wall_seconds).c_str(),
+      s.wall_seconds > 0 ? 100 * s.final_eval_wall_seconds / s.wall_seconds : 0.0,
+      s.wall_seconds > 0 ? 100 * std::min(1.0, s.eval_wall_seconds / s.wall_seconds) : 0.0);
   if (std::isfinite(s.final_update_correlation) || std::isfinite(s.final_disagreement))
     std::printf("worker agreement at the end: update correlation %s, relative disagreement %s\n",
-                number_text("%.4f", s.final_update_correlation).c_str(), number_text("%.4g", s.final_disagreement).c_str());
+                number_text("%.4f", s.final_update_correlation).c_str(),
+                number_text("%.4g", s.final_disagreement).c_str());
   if (s.comm_wall_seconds >= 0)
     std::printf("communication per worker: measured %.3f s, network model %.3f s\n", s.comm_wall_seconds,
                 s.network_model_seconds);

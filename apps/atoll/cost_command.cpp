@@ -18,9 +18,10 @@ CostCommand::CostCommand(CLI::App& app) {
   cost_->add_option("--p", q_.sparta_p, "fraction averaged per step (sparta)")->capture_default_str();
   cost_->add_option("--steps", q_.steps, "inner steps in the run")->capture_default_str();
   cost_->add_option("--step-time", q_.step_seconds, "compute seconds per inner step")->capture_default_str();
-  cost_->add_option("--islands", q_.islands,
-                    "I islands of --devices each (0 = none); --bandwidth/--latency are then each device's "
-                    "wide-area link")
+  cost_
+      ->add_option("--islands", q_.islands,
+                   "I islands of --devices each (0 = none); --bandwidth/--latency are then each device's "
+                   "wide-area link")
       ->capture_default_str();
   cost_->add_option("--devices", q_.devices, "D devices per island")->capture_default_str();
   cost_->add_option("--intra-bandwidth", intra_bandwidth_, "bandwidth of the links inside an island")
@@ -28,7 +29,8 @@ CostCommand::CostCommand(CLI::App& app) {
   cost_->add_option("--intra-latency", intra_latency_, "latency inside an island")->capture_default_str();
   cost_->add_flag("--shared-uplink", q_.shared_uplink,
                   "an island's devices share one wide-area link (flat and sharded get bandwidth / D each)");
-  cost_->add_option("--exchange", q_.exchange, atl::island_exchange_choices() + " | all: which exchanges get run totals")
+  cost_
+      ->add_option("--exchange", q_.exchange, atl::island_exchange_choices() + " | all: which exchanges get run totals")
       ->capture_default_str();
 }
 

@@ -10,8 +10,8 @@ void print_prepare_report(const atl::PrepareReport& r, const std::string& out) {
   std::printf(
       "prepared %s: %lld train tokens (%lld docs), %lld validation tokens (%lld docs), %lld bytes of text, "
       "vocabulary %lld, unigram entropy %.4f nats/token\n",
-      out.c_str(), (long long)r.train_tokens, (long long)r.train_docs, (long long)r.val_tokens,
-      (long long)r.val_docs, (long long)r.bytes, (long long)r.vocab_size, r.unigram_entropy_nats);
+      out.c_str(), (long long)r.train_tokens, (long long)r.train_docs, (long long)r.val_tokens, (long long)r.val_docs,
+      (long long)r.bytes, (long long)r.vocab_size, r.unigram_entropy_nats);
 }
 
 }  // namespace

@@ -44,10 +44,10 @@ ExperimentCommands::ExperimentCommands(CLI::App& app) {
   sweep_->add_flag("--overwrite", sweep_opts_.overwrite, "re-run finished runs whose config changed");
   sweep_->add_flag("--no-report", sweep_no_report_, "do not write report.html");
   sweep_->add_flag("--no-network-sliders", sweep_no_sliders_,
-                  "report.html without the what-if network sliders (they retime every run 55 times)");
+                   "report.html without the what-if network sliders (they retime every run 55 times)");
   sweep_->add_option("--seeds", sweep_seeds_,
-                    "K: run every setting with K seeds (run.seed, +1, ..., into <run>_s1.._sK; overrides [sweep] "
-                    "seeds); tables then show means with 95% intervals");
+                     "K: run every setting with K seeds (run.seed, +1, ..., into <run>_s1.._sK; overrides [sweep] "
+                     "seeds); tables then show means with 95% intervals");
 
   report_ = app.add_subcommand("report", "one self-contained HTML page comparing finished run folders");
   report_->add_option("runs", report_dirs_, "run folders")->required();
@@ -55,12 +55,13 @@ ExperimentCommands::ExperimentCommands(CLI::App& app) {
   report_->add_option("--title", report_opts_.title, "page title")->capture_default_str();
   report_->add_option("--baseline", report_opts_.baseline, "run the table compares with (default: the DDP run)");
   report_->add_option("--target-loss", report_opts_.target_loss,
-                     "time-to-target column (default: the baseline's eval loss at 90% of its run)");
+                      "time-to-target column (default: the baseline's eval loss at 90% of its run)");
   report_->add_flag("--no-network-sliders", report_no_sliders_,
-                   "leave out the what-if network sliders (they retime every run 55 times)");
-  report_->add_option("--network-sliders-budget", report_opts_.network_sliders_budget,
-                     "build the sliders only up to this many replayed worker-steps (steps x workers x 55, summed "
-                     "over runs; about 20 us each); 0 = always")
+                    "leave out the what-if network sliders (they retime every run 55 times)");
+  report_
+      ->add_option("--network-sliders-budget", report_opts_.network_sliders_budget,
+                   "build the sliders only up to this many replayed worker-steps (steps x workers x 55, summed "
+                   "over runs; about 20 us each); 0 = always")
       ->capture_default_str();
 
   results_ = app.add_subcommand(

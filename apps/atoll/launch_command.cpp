@@ -4,9 +4,9 @@
 #include <filesystem>
 
 LaunchCommand::LaunchCommand(CLI::App& app) {
-  launch_ = app.add_subcommand(
-      "launch", "run a real job of N ranks per host (like torchrun): atoll launch --nproc=N [--nnodes=M "
-                "--node-rank=K --master-addr=HOST --master-port=P] [train arguments]");
+  launch_ = app.add_subcommand("launch",
+                               "run a real job of N ranks per host (like torchrun): atoll launch --nproc=N [--nnodes=M "
+                               "--node-rank=K --master-addr=HOST --master-port=P] [train arguments]");
   launch_->allow_extras();
   launch_->add_option("--nproc,--nproc-per-node", opts_.nproc, "ranks to start on this machine")->required();
   launch_->add_option("--nnodes", opts_.nnodes, "hosts in the job (run atoll launch on each)")->capture_default_str();
@@ -16,11 +16,13 @@ LaunchCommand::LaunchCommand(CLI::App& app) {
       ->capture_default_str();
   launch_->add_option("--master-port", opts_.master_port, "rendezvous port (0: a free one; required with --nnodes > 1)")
       ->capture_default_str();
-  launch_->add_option("--max-restarts", opts_.max_restarts,
-                      "after a rank fails, restart the job up to this many times; it resumes from the newest "
-                      "checkpoint (set run.checkpoint_every)")
+  launch_
+      ->add_option("--max-restarts", opts_.max_restarts,
+                   "after a rank fails, restart the job up to this many times; it resumes from the newest "
+                   "checkpoint (set run.checkpoint_every)")
       ->capture_default_str();
-  launch_->add_option("--grace", opts_.grace_seconds, "seconds between SIGTERM and SIGKILL when a rank fails or on Ctrl-C")
+  launch_
+      ->add_option("--grace", opts_.grace_seconds, "seconds between SIGTERM and SIGKILL when a rank fails or on Ctrl-C")
       ->capture_default_str();
 }
 

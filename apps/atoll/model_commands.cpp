@@ -10,9 +10,10 @@ ModelCommands::ModelCommands(CLI::App& app) {
       "model.safetensors [--format=torchscript]");
   export_->add_option("run", export_run_, "finished run folder (with model.safetensors)")->required();
   export_->add_option("-o,--output", export_out_, "file to write")->required();
-  export_->add_option("--format", export_opts_.format,
-                      "safetensors (tensors named by module path; the built-in GPT with nanoGPT's names) | "
-                      "torchscript (a TorchScript run's module re-saved with the trained weights)")
+  export_
+      ->add_option("--format", export_opts_.format,
+                   "safetensors (tensors named by module path; the built-in GPT with nanoGPT's names) | "
+                   "torchscript (a TorchScript run's module re-saved with the trained weights)")
       ->capture_default_str();
   export_->add_flag("--overwrite", export_opts_.overwrite, "replace an existing output file");
 
@@ -22,8 +23,9 @@ ModelCommands::ModelCommands(CLI::App& app) {
       "byte-level text: atoll sample RUN --prompt=\"The \"");
   sample_->add_option("run", sample_run_, "finished run folder (with model.safetensors)")->required();
   sample_->add_option("--prompt", sample_opts_.prompt, "text to continue")->capture_default_str();
-  sample_->add_option("--tokens", sample_opts_.tokens, "tokens to generate")->capture_default_str()->check(
-      CLI::NonNegativeNumber);
+  sample_->add_option("--tokens", sample_opts_.tokens, "tokens to generate")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   sample_->add_option("--temperature", sample_opts_.temperature, "softmax temperature (0 = most likely token)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

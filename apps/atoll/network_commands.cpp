@@ -52,8 +52,9 @@ atl::Projection NetworkCommands::projection() const {
   if (!p.active() && (p.step_seconds > 0 || p.device_flops > 0))
     throw std::invalid_argument("a projection needs --project-params=P (the model it charges)");
   if (p.active() && p.step_seconds <= 0 && p.device_flops <= 0)
-    throw std::invalid_argument("--project-params needs the model's compute: --project-step-time=S or "
-                                "--project-device-flops=F (with --project-mfu)");
+    throw std::invalid_argument(
+        "--project-params needs the model's compute: --project-step-time=S or "
+        "--project-device-flops=F (with --project-mfu)");
   if (p.active() && !(p.mfu > 0 && p.mfu <= 1)) throw std::invalid_argument("--project-mfu must be in (0, 1]");
   return p;
 }

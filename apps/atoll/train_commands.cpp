@@ -60,10 +60,10 @@ int TrainCommands::train(const std::vector<std::string>& args, bool print_only) 
     return s.stopped_at >= 0 && s.stopped_by_signal ? 130 : 0;
   }
   const atl::IslandLayout islands = atl::island_layout(cfg);
-  const std::string where =
-      islands.devices > 1 ? " (" + std::to_string(islands.islands) + " islands x " + std::to_string(islands.devices) +
-                                " devices, " + cfg.islands.exchange + " exchange)"
-                          : std::string();
+  const std::string where = islands.devices > 1 ? " (" + std::to_string(islands.islands) + " islands x " +
+                                                      std::to_string(islands.devices) + " devices, " +
+                                                      cfg.islands.exchange + " exchange)"
+                                                : std::string();
   std::printf("atoll train: %s, %lld worker(s)%s, %lld steps, model %s -> %s/%s\n", cfg.strategy.name.c_str(),
               (long long)cfg.strategy.workers, where.c_str(), (long long)cfg.train.steps, cfg.model.kind.c_str(),
               cfg.run.out_dir.c_str(), cfg.run.name.c_str());

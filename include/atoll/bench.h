@@ -11,12 +11,12 @@
 namespace atl {
 
 struct BenchOptions {
-  bool quick = false;               // fewer sizes, steps and repetitions (about a minute)
-  std::vector<std::string> groups;  // empty: all of bench_groups()
-  std::string config_path;          // model and strategy settings; empty: the embedded defaults
+  bool quick = false;                  // fewer sizes, steps and repetitions (about a minute)
+  std::vector<std::string> groups;     // empty: all of bench_groups()
+  std::string config_path;             // model and strategy settings; empty: the embedded defaults
   std::vector<std::string> overrides;  // section.key=value on top of the config
-  std::string data_root = "data";   // the prepared Brown corpus, for the simulation group
-  std::string json_path;            // if set, every figure is also written here as JSON
+  std::string data_root = "data";      // the prepared Brown corpus, for the simulation group
+  std::string json_path;               // if set, every figure is also written here as JSON
 };
 
 // One measured figure. ratio = value / reference_value unless the figure says
@@ -29,7 +29,7 @@ struct BenchFigure {
   std::string reference;  // what the ratio is against; empty: no reference
   double reference_value = 0;
   double ratio = 0;
-  std::string target;     // e.g. ">= 0.50"; empty: no target
+  std::string target;  // e.g. ">= 0.50"; empty: no target
   bool target_met = true;
   std::string note;
 };

@@ -15,8 +15,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <condition_variable>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,11 +42,11 @@ class CommAborted : public std::runtime_error {
 
 // One recorded op of one rank.
 struct LedgerEntry {
-  int64_t step = 0;            // training step set by the worker loop
+  int64_t step = 0;  // training step set by the worker loop
   CommOp op = CommOp::AllReduce;
-  std::string tag;             // purpose: "grad", "pseudo-grad", "params", "sparse", "fragment/3", ...
-  double payload_bytes = 0;    // this rank's message size S
-  double sent_bytes = 0;       // under the configured algorithm
+  std::string tag;           // purpose: "grad", "pseudo-grad", "params", "sparse", "fragment/3", ...
+  double payload_bytes = 0;  // this rank's message size S
+  double sent_bytes = 0;     // under the configured algorithm
   double received_bytes = 0;
   double network_seconds = 0;  // the network model's time for this op (0 without a model)
 };
@@ -135,8 +135,8 @@ class Communicator {
   // equal on all ranks). One ledger entry: |peers|*S sent and received; time
   // alpha + |peers|*S/beta on the slowest link involved (ALGORITHMS.md 7.2).
   // `wire_bytes` >= 0: encoded size of `send` (see all_reduce).
-  void exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                     const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes = -1);
+  void exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs, const std::vector<int64_t>& peers,
+                     const std::string& tag, double wire_bytes = -1);
   // DDP's gradient all-reduce in buckets overlapped with the backward pass
   // (ALGORITHMS.md 7.3, PyTorch DDP). The values are exactly all_reduce's (one
   // reduction of the whole of t); only the ledger and the clock see buckets.
@@ -162,12 +162,12 @@ class Communicator {
   // latest rank's r_j that equals the max over ranks of each rank's own end.
   // (With outages each bucket starts when the links are up; across ranks of
   // different speeds that is then an approximation.)
-  void all_reduce_overlapped(at::Tensor& t, ReduceOp op, const std::string& tag,
-                             const std::vector<int64_t>& buckets, double wire_bytes = -1);
+  void all_reduce_overlapped(at::Tensor& t, ReduceOp op, const std::string& tag, const std::vector<int64_t>& buckets,
+                             double wire_bytes = -1);
   // Non-blocking variant: data are final at once (in-process), the clock is
   // charged at wait() for what compute since the call did not hide.
-  Work exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                           const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes = -1);
+  Work exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs, const std::vector<int64_t>& peers,
+                           const std::string& tag, double wire_bytes = -1);
   // One-sided point-to-point; recv blocks until the matching send.
   void send(const at::Tensor& t, int64_t dst, const std::string& tag);
   void recv(at::Tensor& t, int64_t src, const std::string& tag);
@@ -216,34 +216,28 @@ class Communicator {
   void visit_state(StateVisitor& v);
 
  protected:
-  Communicator(int64_t rank, int64_t size, CollectiveAlgo algo)
-      : rank_(rank), size_(size), algo_(algo) {}
+  Communicator(int64_t rank, int64_t size, CollectiveAlgo algo) : rank_(rank), size_(size), algo_(algo) {}
 
   // Backends move the data and return the simulated completion time: the
   // latest `arrival` among participants plus `network_seconds` (backends
   // without shared simulated time may return arrival + network_seconds).
-  virtual double do_all_reduce(at::Tensor& t, ReduceOp op, double arrival,
-                               double network_seconds) = 0;
+  virtual double do_all_reduce(at::Tensor& t, ReduceOp op, double arrival, double network_seconds) = 0;
   // Returns completion time; fills `out`.
   virtual double do_all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, double arrival,
-                               const std::function<double(const std::vector<int64_t>&)>&
-                                   network_seconds_for_sizes) = 0;
-  virtual double do_broadcast(at::Tensor& t, int64_t root, double arrival,
-                              double network_seconds) = 0;
+                               const std::function<double(const std::vector<int64_t>&)>& network_seconds_for_sizes) = 0;
+  virtual double do_broadcast(at::Tensor& t, int64_t root, double arrival, double network_seconds) = 0;
   virtual double do_barrier(double arrival, double network_seconds) = 0;
   // Posts `send` to every peer, then receives from each into recvs[i]
   // (pre-allocated like `send`); returns the completion time.
-  virtual double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                             const std::vector<int64_t>& peers, double arrival,
-                             double network_seconds) = 0;
-  virtual double do_send(const at::Tensor& t, int64_t dst, double arrival,
-                         double network_seconds) = 0;
+  virtual double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs, const std::vector<int64_t>& peers,
+                             double arrival, double network_seconds) = 0;
+  virtual double do_send(const at::Tensor& t, int64_t dst, double arrival, double network_seconds) = 0;
   virtual double do_recv(at::Tensor& t, int64_t src, double arrival, double network_seconds) = 0;
   // Non-blocking starts: may leave the op in flight and return what
   // completes it (blocking; null when already complete). The defaults run
   // the blocking op now, which is exact for the in-process group.
-  virtual std::function<void()> start_all_reduce(at::Tensor& t, ReduceOp op, double arrival,
-                                                 double network_seconds, double& completion) {
+  virtual std::function<void()> start_all_reduce(at::Tensor& t, ReduceOp op, double arrival, double network_seconds,
+                                                 double& completion) {
     completion = do_all_reduce(t, op, arrival, network_seconds);
     return nullptr;
   }
@@ -277,16 +271,16 @@ class Communicator {
   // Moves an op's start past any outage of a participant's link (all ranks
   // when `participants` is empty).
   double after_outages(double completion, double network_seconds, const std::vector<int64_t>& participants) const;
-  double start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                             const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes,
-                             std::function<void()>* in_flight, int64_t* trace_id);
+  double start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs, const std::vector<int64_t>& peers,
+                             const std::string& tag, double wire_bytes, std::function<void()>* in_flight,
+                             int64_t* trace_id);
 
   int64_t rank_, size_;
   CollectiveAlgo algo_;
   Ledger ledger_;
   int64_t step_ = 0;
   double step_compute_start_ = 0;  // clock's compute_seconds() at set_step()
-  uint64_t op_index_ = 0;  // same sequence on every rank: seeds network jitter
+  uint64_t op_index_ = 0;          // same sequence on every rank: seeds network jitter
   VirtualClock* clock_ = nullptr;
   const NetworkModel* net_ = nullptr;
   const IslandNetwork* islands_ = nullptr;

@@ -30,17 +30,17 @@ class ConfigError : public std::runtime_error {
 };
 
 struct RunConfig {
-  std::string name = "default";   // run folder is <out_dir>/<name>
+  std::string name = "default";  // run folder is <out_dir>/<name>
   std::string out_dir = "runs";
   int64_t seed = 1337;
-  bool overwrite = false;         // replace an existing run folder
-  bool progress = true;           // live progress line when stdout is a terminal
-  int64_t threads = 0;            // intra-op threads in total; 0 = all cores
-  int64_t checkpoint_every = 0;   // K: checkpoint every K steps (0 = only when stopped early)
-  int64_t keep_checkpoints = 3;   // newest checkpoints kept in <run>/checkpoints
-  std::string resume = "false";   // false | true | auto: continue <out_dir>/<name> from its newest
-                                  // complete checkpoint (auto: when possible, else start again)
-  int64_t stop_at = 0;            // stop after this step as on SIGTERM (checkpoint, exit); 0 = never
+  bool overwrite = false;        // replace an existing run folder
+  bool progress = true;          // live progress line when stdout is a terminal
+  int64_t threads = 0;           // intra-op threads in total; 0 = all cores
+  int64_t checkpoint_every = 0;  // K: checkpoint every K steps (0 = only when stopped early)
+  int64_t keep_checkpoints = 3;  // newest checkpoints kept in <run>/checkpoints
+  std::string resume = "false";  // false | true | auto: continue <out_dir>/<name> from its newest
+                                 // complete checkpoint (auto: when possible, else start again)
+  int64_t stop_at = 0;           // stop after this step as on SIGTERM (checkpoint, exit); 0 = never
 };
 
 struct DataConfig {
@@ -48,49 +48,49 @@ struct DataConfig {
                                   // npy: data.dir holds {train,val}_{inputs,targets}.npy (docs/PYTORCH.md)
   std::string dir = "";           // prepared data folder; "" = <data_root>/<dataset>
   std::string data_root = "data";
-  int64_t vocab_size = 0;         // bin data sets, and npy data for model.kind = gpt: vocabulary size
-  std::string shard = "iid";      // iid | noniid: how workers split the training data
+  int64_t vocab_size = 0;     // bin data sets, and npy data for model.kind = gpt: vocabulary size
+  std::string shard = "iid";  // iid | noniid: how workers split the training data
 };
 
 struct ModelConfig {
-  std::string kind = "gpt";       // gpt | mlp | cnn | torchscript
+  std::string kind = "gpt";  // gpt | mlp | cnn | torchscript
   int64_t n_layer = 4;
   int64_t n_head = 4;
   int64_t n_embd = 192;
-  int64_t block_size = 128;       // context length in tokens
+  int64_t block_size = 128;  // context length in tokens
   double dropout = 0.0;
-  bool bias = false;              // biases in Linear and LayerNorm (nanoGPT's `bias`)
-  int64_t mlp_hidden = 256;       // mlp only: hidden width
+  bool bias = false;         // biases in Linear and LayerNorm (nanoGPT's `bias`)
+  int64_t mlp_hidden = 256;  // mlp only: hidden width
   // torchscript: a module saved with torch.jit.script(m).save(path)
   // (docs/PYTORCH.md has the contract).
-  std::string path = "";          // the TorchScript file
-  std::string loss = "auto";      // auto | cross_entropy | mse: how forward(inputs)'s output is scored;
-                                  // auto = the module's own loss if forward takes (inputs, targets),
-                                  // else cross_entropy
-  double flops_per_sample = 0;    // training FLOPs (forward + backward) of one example, for
-                                  // network.compute_time = flops; 0 = counted at start (3 x the
-                                  // products of one forward pass, src/model/flop_count.h)
-  bool reinit = false;            // redraw the saved weights from run.seed (matrices: PyTorch's
-                                  // uniform +-1/sqrt(fan_in)); false: the saved weights are the start
+  std::string path = "";        // the TorchScript file
+  std::string loss = "auto";    // auto | cross_entropy | mse: how forward(inputs)'s output is scored;
+                                // auto = the module's own loss if forward takes (inputs, targets),
+                                // else cross_entropy
+  double flops_per_sample = 0;  // training FLOPs (forward + backward) of one example, for
+                                // network.compute_time = flops; 0 = counted at start (3 x the
+                                // products of one forward pass, src/model/flop_count.h)
+  bool reinit = false;          // redraw the saved weights from run.seed (matrices: PyTorch's
+                                // uniform +-1/sqrt(fan_in)); false: the saved weights are the start
 };
 
 struct OptimConfig {
-  std::string name = "adamw";     // adamw | sgd (plain SGD, used by equivalence tests)
-  double lr = 2e-3;               // inner AdamW peak learning rate
-  double min_lr = 2e-4;           // cosine floor
-  int64_t warmup_steps = 50;      // linear warm-up steps
+  std::string name = "adamw";  // adamw | sgd (plain SGD, used by equivalence tests)
+  double lr = 2e-3;            // inner AdamW peak learning rate
+  double min_lr = 2e-4;        // cosine floor
+  int64_t warmup_steps = 50;   // linear warm-up steps
   double beta1 = 0.9;
   double beta2 = 0.95;
-  double weight_decay = 0.1;      // applied to matrices (dim >= 2) only
-  double grad_clip = 1.0;         // global-norm clip; 0 disables
-  std::string schedule = "cosine";// cosine | constant
+  double weight_decay = 0.1;        // applied to matrices (dim >= 2) only
+  double grad_clip = 1.0;           // global-norm clip; 0 disables
+  std::string schedule = "cosine";  // cosine | constant
 };
 
 struct TrainConfig {
-  int64_t steps = 450;            // inner steps per worker
-  int64_t batch_size = 32;        // sequences (or images) per worker per step
-  int64_t eval_every = 100;       // 0 = only at the end
-  int64_t eval_batches = 20;      // fixed validation batches per evaluation
+  int64_t steps = 450;        // inner steps per worker
+  int64_t batch_size = 32;    // sequences (or images) per worker per step
+  int64_t eval_every = 100;   // 0 = only at the end
+  int64_t eval_batches = 20;  // fixed validation batches per evaluation
   // The evaluation at the end: "full" = every non-overlapping block_size
   // window of the validation split (the whole test split for MNIST), in
   // fixed order; "sample" = the same eval_batches batches as the others.
@@ -110,30 +110,30 @@ inline constexpr int64_t kMaxWorkers = 1024;
 
 // Which method trains the model and on how many simulated workers.
 struct StrategyConfig {
-  std::string name = "single";    // single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco
-                                  // | palsgd | demo | streaming
-  int64_t workers = 1;            // N: simulated workers (threads)
-  std::string eval_model = "auto";// auto | global | average | worker0
-  bool eval_worker0 = false;      // also report worker 0's loss (average-evaluated methods)
-  std::string topology = "global";// global | ring | gossip: who averages with whom (sparta, localsgd)
-  int64_t correlation_every = 50; // log the mean pairwise Pearson correlation of workers (0 = off)
+  std::string name = "single";      // single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco
+                                    // | palsgd | demo | streaming
+  int64_t workers = 1;              // N: simulated workers (threads)
+  std::string eval_model = "auto";  // auto | global | average | worker0
+  bool eval_worker0 = false;        // also report worker 0's loss (average-evaluated methods)
+  std::string topology = "global";  // global | ring | gossip: who averages with whom (sparta, localsgd)
+  int64_t correlation_every = 50;   // log the mean pairwise Pearson correlation of workers (0 = off)
 };
 
 // DiLoCo (Douillard et al. 2023) and Local SGD / FedAvg (outer SGD lr 1, mu 0).
 struct DiLoCoConfig {
-  int64_t inner_steps = 500;      // H: inner steps between synchronisations (paper 500)
-  double outer_lr = 0.7;          // lr_out: outer learning rate
-  double outer_momentum = 0.9;    // mu: outer momentum
-  bool nesterov = true;           // Nesterov (PyTorch SGD nesterov=True) vs heavy ball
-  std::string outer_optimizer = "sgd"; // sgd (momentum SGD; paper: Nesterov) | adam (paper's ablation, Table 5)
-  double outer_beta2 = 0.999;     // adam outer only: second-moment decay (beta1 = outer_momentum)
-  double outer_eps = 1e-8;        // adam outer only: epsilon
-  int64_t ddp_warmup_steps = 0;   // DDP steps before local training (post-local SGD; PALSGD's baseline)
-  std::string codec = "fp32";     // pseudo-gradient payload codec (see [codec])
+  int64_t inner_steps = 500;            // H: inner steps between synchronisations (paper 500)
+  double outer_lr = 0.7;                // lr_out: outer learning rate
+  double outer_momentum = 0.9;          // mu: outer momentum
+  bool nesterov = true;                 // Nesterov (PyTorch SGD nesterov=True) vs heavy ball
+  std::string outer_optimizer = "sgd";  // sgd (momentum SGD; paper: Nesterov) | adam (paper's ablation, Table 5)
+  double outer_beta2 = 0.999;           // adam outer only: second-moment decay (beta1 = outer_momentum)
+  double outer_eps = 1e-8;              // adam outer only: epsilon
+  int64_t ddp_warmup_steps = 0;         // DDP steps before local training (post-local SGD; PALSGD's baseline)
+  std::string codec = "fp32";           // pseudo-gradient payload codec (see [codec])
   // Robust aggregation of the workers' pseudo-gradients (with [faults]).
-  std::string aggregator = "mean"; // mean | median | trimmed_mean (coordinate-wise over contributing workers)
-  double trim_fraction = 0.25;    // trimmed_mean: share of workers cut from each end per coordinate
-  double clip_norm = 0.0;         // each worker's pseudo-gradient clipped to this L2 norm first (0 = off)
+  std::string aggregator = "mean";  // mean | median | trimmed_mean (coordinate-wise over contributing workers)
+  double trim_fraction = 0.25;      // trimmed_mean: share of workers cut from each end per coordinate
+  double clip_norm = 0.0;           // each worker's pseudo-gradient clipped to this L2 norm first (0 = off)
 };
 
 // Fault injection and churn (simulated and real runs). Windows are
@@ -141,12 +141,12 @@ struct DiLoCoConfig {
 // absent/drop_prob/corrupt act on pseudo-gradient syncs (diloco,
 // sparta_diloco, palsgd); the speed schedule on every method.
 struct FaultConfig {
-  std::string absent = "";        // workers away, e.g. "2@100-300" (DiLoCo's adaptive-compute ablation);
-                                  // an absent worker computes and sends nothing; a joiner gets the global model
-  double drop_prob = 0.0;         // q: each worker's pseudo-gradient is lost with probability q per sync
-                                  // (DiLoCo's asynchronous-communication ablation)
-  std::string corrupt = "";       // "worker@from-to:kind", kind nan | inf | scale (x1e6): a bad worker's payload
-  std::string speed_schedule = "";// stragglers over time: "step:worker=factor", e.g. "0:1=3, 500:1=1"
+  std::string absent = "";          // workers away, e.g. "2@100-300" (DiLoCo's adaptive-compute ablation);
+                                    // an absent worker computes and sends nothing; a joiner gets the global model
+  double drop_prob = 0.0;           // q: each worker's pseudo-gradient is lost with probability q per sync
+                                    // (DiLoCo's asynchronous-communication ablation)
+  std::string corrupt = "";         // "worker@from-to:kind", kind nan | inf | scale (x1e6): a bad worker's payload
+  std::string speed_schedule = "";  // stragglers over time: "step:worker=factor", e.g. "0:1=3, 500:1=1"
 };
 
 // One window of a fault schedule.
@@ -172,24 +172,24 @@ std::vector<SpeedChange> parse_speed_schedule(const std::string& text);
 // backward pass produces them, as PyTorch's DDP does (ALGORITHMS.md 7.3);
 // only the clock changes, never the values.
 struct DdpConfig {
-  std::string codec = "fp32";     // gradient payload codec (see [codec])
-  bool overlap = true;            // bucketed all-reduce overlapped with the backward pass; false: one
-                                  // all-reduce after the backward pass, all of it charged
-  double bucket_mb = 25;          // bucket cap in MiB of gradient (PyTorch's bucket_cap_mb, default 25)
-  double first_bucket_mb = 1;     // cap of the first bucket (the last layers' gradients), MiB: PyTorch's
-                                  // 1 MiB first bucket, so that communication starts early in the backward
+  std::string codec = "fp32";  // gradient payload codec (see [codec])
+  bool overlap = true;         // bucketed all-reduce overlapped with the backward pass; false: one
+                               // all-reduce after the backward pass, all of it charged
+  double bucket_mb = 25;       // bucket cap in MiB of gradient (PyTorch's bucket_cap_mb, default 25)
+  double first_bucket_mb = 1;  // cap of the first bucket (the last layers' gradients), MiB: PyTorch's
+                               // 1 MiB first bucket, so that communication starts early in the backward
 };
 
 // Payload compression shared by every strategy's `codec` (ALGORITHMS.md 8.5).
 struct CodecConfig {
-  int64_t block = 128;            // elements per fp32 scale in int8 / fp4 codecs
-  double topk_density = 0.01;     // fraction of entries the topk codec keeps
-  bool error_feedback = true;     // topk: carry what was not sent into the next payload
-  bool requantize_result = true;  // quantizing codecs (fp16, bf16, int8, fp4): the reduced mean is encoded and
-                                  // decoded once more, as a low-precision ring delivers it; false: the
-                                  // decoded payloads are averaged exactly (optimistic). topk: no effect
-  std::string topk_scope = "tensor"; // tensor: k_t = max(1, round(density * n_t)) largest of each tensor (DiLoCo's
-                                     // pruning ablation) | global: k largest of the whole flat payload
+  int64_t block = 128;                // elements per fp32 scale in int8 / fp4 codecs
+  double topk_density = 0.01;         // fraction of entries the topk codec keeps
+  bool error_feedback = true;         // topk: carry what was not sent into the next payload
+  bool requantize_result = true;      // quantizing codecs (fp16, bf16, int8, fp4): the reduced mean is encoded and
+                                      // decoded once more, as a low-precision ring delivers it; false: the
+                                      // decoded payloads are averaged exactly (optimistic). topk: no effect
+  std::string topk_scope = "tensor";  // tensor: k_t = max(1, round(density * n_t)) largest of each tensor (DiLoCo's
+                                      // pruning ablation) | global: k largest of the whole flat payload
 };
 
 // PALSGD (Naganuma et al., TMLR 2025); ALGORITHMS.md 5.
@@ -204,60 +204,60 @@ struct PalsgdConfig {
 
 // DeMo (Peng, Quesnelle, Kingma 2024); ALGORITHMS.md 6.
 struct DemoConfig {
-  double beta = 0.999;            // beta: momentum decay (compression_decay)
-  int64_t topk = 32;              // k: DCT coefficients sent per block (compression_topk)
-  int64_t chunk = 64;             // c: DCT block side limit (compression_chunk)
-  std::string index_dtype = "int16"; // int16 (fits any block <= 32768) | int64 (the reference's torch.topk)
-  bool sign = true;               // sign-SGD step (false: plain step on the decoded momentum; for tests)
-  double weight_decay = 0.0;      // decoupled weight decay (DeMo configs: 0)
+  double beta = 0.999;                // beta: momentum decay (compression_decay)
+  int64_t topk = 32;                  // k: DCT coefficients sent per block (compression_topk)
+  int64_t chunk = 64;                 // c: DCT block side limit (compression_chunk)
+  std::string index_dtype = "int16";  // int16 (fits any block <= 32768) | int64 (the reference's torch.topk)
+  bool sign = true;                   // sign-SGD step (false: plain step on the decoded momentum; for tests)
+  double weight_decay = 0.0;          // decoupled weight decay (DeMo configs: 0)
 };
 
 // Streaming DiLoCo (Douillard et al. 2025); ALGORITHMS.md 3. H, outer lr and
 // momentum come from [diloco].
 struct StreamingConfig {
-  int64_t fragment_blocks = 3;    // transformer blocks per fragment (paper: 3)
-  std::string pattern = "strided";// strided (block l in fragment l mod F) | sequential
+  int64_t fragment_blocks = 3;      // transformer blocks per fragment (paper: 3)
+  std::string pattern = "strided";  // strided (block l in fragment l mod F) | sequential
   // Which parameters belong to transformer block l: a regular expression
   // over parameter names whose first group is l. The default matches the
   // built-in GPT ("h3.") and the usual PyTorch names ("transformer.h.3.",
   // "blocks.3.", "layers.3."). Names it does not match go with the blocks
   // next to them (embeddings with the first fragment, the head with the last).
   std::string block_pattern = R"((?:^|\.)(?:h|blocks|layers)\.?(\d+)\.)";
-  int64_t overlap = 1;            // tau: inner steps a fragment's all-reduce overlaps (0 = blocking)
-  double alpha = 0.5;             // alpha: merge theta_i <- (1 - alpha) theta_g + alpha theta_i
-  std::string codec = "fp4";      // outer-gradient payload codec (paper: FP4)
+  int64_t overlap = 1;        // tau: inner steps a fragment's all-reduce overlaps (0 = blocking)
+  double alpha = 0.5;         // alpha: merge theta_i <- (1 - alpha) theta_g + alpha theta_i
+  std::string codec = "fp4";  // outer-gradient payload codec (paper: FP4)
 };
 
 // SPARTA: sparse parameter averaging (Beton et al. 2025); ALGORITHMS.md 4.
 struct SpartaConfig {
-  double p = 0.005;                    // p: fraction of parameters averaged per exchange (paper 0.005)
-  std::string selector = "random";     // random | partitioned | sequential | layerwise: index selector
-  int64_t interval = 1;                // k: exchange every k steps (sparta_interval)
-  int64_t delay = 0;                   // d: an average from step t is applied at t + d (async; robust to 10)
-  std::string apply = "overwrite";     // overwrite (reference) | delta: theta += avg - sent values
-  double fault_rate = 0.0;             // probability that an exchange is skipped by every worker
-  std::string p_schedule = "constant"; // constant | cosine: high during warm-up, cosine to the floor, mean p
-  double p_min_factor = 0.1;           // p schedule floor p_min = p_min_factor * p (reference 0.1)
-  std::string codec = "fp32";          // sparse values' payload codec (see [codec])
+  double p = 0.005;                     // p: fraction of parameters averaged per exchange (paper 0.005)
+  std::string selector = "random";      // random | partitioned | sequential | layerwise: index selector
+  int64_t interval = 1;                 // k: exchange every k steps (sparta_interval)
+  int64_t delay = 0;                    // d: an average from step t is applied at t + d (async; robust to 10)
+  std::string apply = "overwrite";      // overwrite (reference) | delta: theta += avg - sent values
+  double fault_rate = 0.0;              // probability that an exchange is skipped by every worker
+  std::string p_schedule = "constant";  // constant | cosine: high during warm-up, cosine to the floor, mean p
+  double p_min_factor = 0.1;            // p schedule floor p_min = p_min_factor * p (reference 0.1)
+  std::string codec = "fp32";           // sparse values' payload codec (see [codec])
 };
 
 // NoLoCo (Gensyn 2025); ALGORITHMS.md 8.1: gossip groups, no global collective.
 struct NoLoCoConfig {
-  int64_t inner_steps = 50;       // H: inner steps between group syncs (paper config 50)
-  double outer_lr = 0.7;          // a: outer learning rate
-  double outer_momentum = 0.5;    // beta: outer momentum
-  int64_t group_size = 2;         // G: workers per averaging group (2 = random pairs)
+  int64_t inner_steps = 50;     // H: inner steps between group syncs (paper config 50)
+  double outer_lr = 0.7;        // a: outer learning rate
+  double outer_momentum = 0.5;  // beta: outer momentum
+  int64_t group_size = 2;       // G: workers per averaging group (2 = random pairs)
 };
 
 // Network model and simulated clock (ALGORITHMS.md section 7).
 struct NetworkConfig {
-  std::string bandwidth = "1Gbit/s";   // per-link bandwidth beta; units bit/s or B/s with k/M/G/T
-  std::string latency = "0ms";         // per-message latency alpha (s, ms, us)
-  std::string jitter = "0ms";          // extra latency, uniform in [0, jitter], seeded per op
-  std::string algorithm = "ring";      // ring | tree | ps: all-reduce algorithm
-  std::string server_bandwidth = "";   // ps only: the server's link; "" = bandwidth
-  std::string worker_bandwidth = "";   // per-worker overrides, comma list (empty entry = default)
-  std::string worker_latency = "";     // per-worker overrides, comma list
+  std::string bandwidth = "1Gbit/s";  // per-link bandwidth beta; units bit/s or B/s with k/M/G/T
+  std::string latency = "0ms";        // per-message latency alpha (s, ms, us)
+  std::string jitter = "0ms";         // extra latency, uniform in [0, jitter], seeded per op
+  std::string algorithm = "ring";     // ring | tree | ps: all-reduce algorithm
+  std::string server_bandwidth = "";  // ps only: the server's link; "" = bandwidth
+  std::string worker_bandwidth = "";  // per-worker overrides, comma list (empty entry = default)
+  std::string worker_latency = "";    // per-worker overrides, comma list
   // How a step's compute is charged. flops (default): modelled, the step's
   // training FLOPs (6 * params * tokens + attention) over the device's peak
   // rate times mfu, plus each method's own work (DeMo's transforms, outer
@@ -273,12 +273,12 @@ struct NetworkConfig {
                                        // (an op involving that worker starts when its link is back)
   // Islands (with islands.devices > 1): the links inside an island and each
   // island's wide-area link. bandwidth/latency above are the wide-area default.
-  std::string intra_bandwidth = "400Gbit/s"; // beta_in: every link inside an island (NVLink/InfiniBand class)
-  std::string intra_latency = "0ms";         // alpha_in: per-message latency inside an island
-  std::string island_bandwidth = "";   // per-island wide-area bandwidth overrides, comma list (empty = bandwidth)
-  std::string island_latency = "";     // per-island wide-area latency overrides, comma list
-  std::string island_uplink = "per_device"; // per_device | shared: each device has its own wide-area link,
-                                            // or an island's devices share one (flat and sharded then get beta / D)
+  std::string intra_bandwidth = "400Gbit/s";  // beta_in: every link inside an island (NVLink/InfiniBand class)
+  std::string intra_latency = "0ms";          // alpha_in: per-message latency inside an island
+  std::string island_bandwidth = "";         // per-island wide-area bandwidth overrides, comma list (empty = bandwidth)
+  std::string island_latency = "";           // per-island wide-area latency overrides, comma list
+  std::string island_uplink = "per_device";  // per_device | shared: each device has its own wide-area link,
+                                             // or an island's devices share one (flat and sharded then get beta / D)
 };
 
 // Islands of devices (ALGORITHMS.md 7.2; DiLoCo's "clusters each hosting a
@@ -345,13 +345,11 @@ void visit_fields(Config& cfg, const std::function<void(FieldRef&)>& fn);
 
 // Parses TOML text onto `cfg` (fields not mentioned keep their value).
 // Unknown keys and wrong types are collected into `errors`.
-void apply_toml(Config& cfg, const std::string& toml_text, const std::string& source,
-                std::vector<std::string>& errors);
+void apply_toml(Config& cfg, const std::string& toml_text, const std::string& source, std::vector<std::string>& errors);
 
 // Applies `key=value` overrides (key dotted). Values are parsed by the
 // field's type; strings need no quotes.
-void apply_overrides(Config& cfg, const std::vector<std::string>& overrides,
-                     std::vector<std::string>& errors);
+void apply_overrides(Config& cfg, const std::vector<std::string>& overrides, std::vector<std::string>& errors);
 
 // Throws ConfigError listing `errors` if there are any.
 void throw_if_errors(const std::vector<std::string>& errors);

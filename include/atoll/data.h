@@ -62,8 +62,8 @@ struct TokenData {
   TokenSplit train;
   TokenSplit val;
   int64_t vocab_size = 0;
-  std::string tokenizer;            // "char" | "byte" | "bin"
-  std::vector<uint32_t> char_vocab; // char tokenizer only
+  std::string tokenizer;             // "char" | "byte" | "bin"
+  std::vector<uint32_t> char_vocab;  // char tokenizer only
 };
 
 // Loads a prepared folder (train.bin, val.bin, meta.json). For folders with
@@ -113,15 +113,14 @@ double unigram_entropy_nats(const std::vector<uint16_t>& tokens);
 //   noniid: contiguous document ranges; each worker gets about 1/N of the
 //           tokens, cut at document boundaries where possible.
 // Shards of all workers are disjoint and together cover the split.
-std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, int64_t workers,
-                                     const std::string& mode, uint64_t seed, int64_t chunk);
+std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, int64_t workers, const std::string& mode,
+                                     uint64_t seed, int64_t chunk);
 
 // Draws random windows of block_size + 1 tokens from a set of ranges
 // (windows never cross a range end). Deterministic given the seed.
 class TokenBatchSampler {
  public:
-  TokenBatchSampler(const TokenSplit& split, std::vector<TokenRange> ranges, int64_t block_size,
-                    uint64_t seed);
+  TokenBatchSampler(const TokenSplit& split, std::vector<TokenRange> ranges, int64_t block_size, uint64_t seed);
   // x: (B, T) int64 inputs, y: (B, T) int64 targets (x shifted by one).
   void next(int64_t batch_size, at::Tensor& x, at::Tensor& y);
   // The generator's position (checkpoints): set_state(state()) continues
@@ -139,10 +138,8 @@ class TokenBatchSampler {
 
 // Fixed evaluation batches: `count` batches drawn once from the whole split
 // with `seed`, so every evaluation (and every strategy) sees the same tokens.
-std::vector<std::pair<at::Tensor, at::Tensor>> fixed_token_batches(const TokenSplit& split,
-                                                                   int64_t block_size,
-                                                                   int64_t batch_size,
-                                                                   int64_t count, uint64_t seed);
+std::vector<std::pair<at::Tensor, at::Tensor>> fixed_token_batches(const TokenSplit& split, int64_t block_size,
+                                                                   int64_t batch_size, int64_t count, uint64_t seed);
 
 // MNIST: images as uint8 (N, 28, 28), labels uint8 (N).
 struct MnistSplit {
@@ -177,8 +174,8 @@ class MnistBatchSampler {
 };
 // Shard of MNIST indices: iid = seeded permutation dealt round-robin;
 // noniid = indices sorted by label, cut into N contiguous parts.
-std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_t workers,
-                                 const std::string& mode, uint64_t seed);
+std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_t workers, const std::string& mode,
+                                 uint64_t seed);
 
 // ---------------------------------------------------------------- NumPy .npy
 
@@ -245,8 +242,8 @@ at::Tensor npy_as_batch(const at::Tensor& values);
 //           into `workers` contiguous parts (returned in that order).
 // Shards are disjoint and cover every example; std::invalid_argument if
 // there are fewer examples than workers.
-std::vector<int64_t> npy_shard(const NpyData& data, int64_t worker, int64_t workers,
-                               const std::string& mode, uint64_t seed);
+std::vector<int64_t> npy_shard(const NpyData& data, int64_t worker, int64_t workers, const std::string& mode,
+                               uint64_t seed);
 
 // Random training examples from a shard (with replacement). Deterministic
 // given the seed; keeps a reference to `data`, which must outlive it.

@@ -22,14 +22,14 @@ namespace atl {
 
 // Where this process sits in the job: torchrun's environment or flags.
 struct DistOptions {
-  int64_t rank = -1;              // RANK
-  int64_t world_size = -1;        // WORLD_SIZE
-  int64_t local_world_size = -1;  // LOCAL_WORLD_SIZE (-1: assume all ranks on this host)
+  int64_t rank = -1;                      // RANK
+  int64_t world_size = -1;                // WORLD_SIZE
+  int64_t local_world_size = -1;          // LOCAL_WORLD_SIZE (-1: assume all ranks on this host)
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR: rank 0's host, serves the TCPStore
   int master_port = 29500;                // MASTER_PORT
-  std::string ifname;             // GLOO_SOCKET_IFNAME (empty: the interface reaching master_addr)
-  double timeout_s = 300;         // a collective or rendezvous longer than this fails
-  double heartbeat_s = 1;         // liveness beat, used to name a lost rank
+  std::string ifname;                     // GLOO_SOCKET_IFNAME (empty: the interface reaching master_addr)
+  double timeout_s = 300;                 // a collective or rendezvous longer than this fails
+  double heartbeat_s = 1;                 // liveness beat, used to name a lost rank
   // ATOLL_DIST_SYNC_OPS=1 (--dist-sync-ops): an untimed barrier before every
   // communicator op, so measured communication time is the transfer alone,
   // not also the wait for a slower peer (checking the network model).

@@ -50,12 +50,12 @@ struct SweepClaim {
 };
 
 struct SweepSpec {
-  std::string preset;      // path of the preset file
-  std::string name;        // sweep folder name
-  std::string id;          // "R1".. or "" for presets that reproduce nothing
-  std::string title;       // one line
+  std::string preset;  // path of the preset file
+  std::string name;    // sweep folder name
+  std::string id;      // "R1".. or "" for presets that reproduce nothing
+  std::string title;   // one line
   std::string paper_claim;
-  std::string scaled;      // how the preset was scaled down
+  std::string scaled;  // how the preset was scaled down
   std::vector<SweepRun> runs;
   std::string baseline;    // reference run for "vs baseline"; "" = first run
   double target_loss = 0;  // 0 = none
@@ -87,7 +87,7 @@ struct SweepOptions {
 };
 
 struct SweepOutcome {
-  std::string dir;                 // the sweep folder
+  std::string dir;  // the sweep folder
   std::vector<std::string> run_dirs;
   int64_t ran = 0, skipped = 0;
   int64_t resumed = 0;  // of `ran`: interrupted runs continued from a checkpoint
@@ -144,8 +144,7 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
 // copy_seconds(params, bytes_per_element, bits_per_second). Sets `detail` to
 // the check with every call replaced by its value. Throws
 // std::invalid_argument on a syntax error or an unknown run.
-bool evaluate_claim(const std::string& check, const std::map<std::string, RunMetrics>& runs,
-                    std::string& detail);
+bool evaluate_claim(const std::string& check, const std::map<std::string, RunMetrics>& runs, std::string& detail);
 
 // The sweep folder of a spec: <out_root>/<name>, out_root "" = the preset's
 // run.out_dir.

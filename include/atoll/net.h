@@ -62,8 +62,7 @@ struct Link {
 
 class NetworkModel {
  public:
-  NetworkModel(std::vector<Link> links, CollectiveAlgo algo, double server_bandwidth,
-               double jitter, uint64_t seed);
+  NetworkModel(std::vector<Link> links, CollectiveAlgo algo, double server_bandwidth, double jitter, uint64_t seed);
   // From [network] for `workers` workers; throws std::invalid_argument.
   static NetworkModel from_config(const NetworkConfig& cfg, int64_t workers, uint64_t seed);
 
@@ -71,8 +70,7 @@ class NetworkModel {
   // bytes: the slowest participating link sets beta, the largest latency
   // sets alpha (formulas of ALGORITHMS.md 7.2). `op_index` seeds the jitter
   // so every rank computes the same time for the same op.
-  double op_seconds(CommOp op, double payload, const std::vector<int64_t>& participants,
-                    uint64_t op_index) const;
+  double op_seconds(CommOp op, double payload, const std::vector<int64_t>& participants, uint64_t op_index) const;
   // The same formula for `n` ranks whose links are those of `participants`
   // (a flat ring over every device of the participating islands).
   double op_seconds_for(CommOp op, double payload, const std::vector<int64_t>& participants, int64_t n,

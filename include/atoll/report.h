@@ -100,8 +100,8 @@ double time_to_loss(const RunData& run, double target);
 
 struct ReportOptions {
   std::string title = "atoll report";
-  std::string subtitle;       // one line under the title ("" = none)
-  std::string baseline;       // run name the table compares against; "" = the DDP run, else the first
+  std::string subtitle;  // one line under the title ("" = none)
+  std::string baseline;  // run name the table compares against; "" = the DDP run, else the first
   // The loss "time to loss" is measured at; 0 = the baseline's at 90% of its
   // run (choose_target_loss). `target_source` says where a given one came
   // from, for the page ("--target-loss", a preset's [sweep] target_loss).

@@ -24,17 +24,17 @@ bool retimable_key(const std::string& key);
 // What a projection charges instead of the recorded run's sizes: the same
 // step-loss curve, a bigger model's payloads and compute.
 struct Projection {
-  double params = 0;            // > 0: payloads scale by params / the run's parameter count
-  double step_seconds = 0;      // > 0: each step's compute is this (scales every compute charge)
-  double device_flops = 0;      // > 0 (with mfu): compute = 6 * params * tokens per step / (flops * mfu)
+  double params = 0;        // > 0: payloads scale by params / the run's parameter count
+  double step_seconds = 0;  // > 0: each step's compute is this (scales every compute charge)
+  double device_flops = 0;  // > 0 (with mfu): compute = 6 * params * tokens per step / (flops * mfu)
   double mfu = 0;
   bool active() const { return params > 0; }
 };
 
 struct RetimedRun {
-  Config config;                    // the run's config with the new network
-  std::vector<std::string> events;  // metrics.jsonl lines, retimed
-  std::string summary_json;         // summary.json, retimed
+  Config config;                              // the run's config with the new network
+  std::vector<std::string> events;            // metrics.jsonl lines, retimed
+  std::string summary_json;                   // summary.json, retimed
   double bytes_scale = 1, compute_scale = 1;  // a projection's factors (1: none)
 };
 

@@ -25,7 +25,7 @@ namespace atl {
 // was dropped); the driver writes each to the metrics as a "fault" event.
 struct StrategyEvent {
   int64_t step = 0;
-  std::string kind;    // leave | join | sync_dropped | nonfinite_dropped | no_contribution
+  std::string kind;  // leave | join | sync_dropped | nonfinite_dropped | no_contribution
   std::string detail;
 };
 
@@ -64,7 +64,7 @@ class Strategy {
 // `params` are the worker's model parameters (shared storage with the model);
 // `names` their names ("h0.attn.weight"), used by methods that group
 // parameters by transformer block (Streaming DiLoCo); may be empty.
-std::unique_ptr<Strategy> make_strategy(const Config& cfg, std::vector<at::Tensor> params,
-                                        Communicator& comm, const std::vector<std::string>& names = {});
+std::unique_ptr<Strategy> make_strategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                                        const std::vector<std::string>& names = {});
 
 }  // namespace atl

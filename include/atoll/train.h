@@ -21,21 +21,21 @@ namespace atl {
 // Shown on the terminal by the CLI (called on one thread at log steps).
 struct ProgressInfo {
   int64_t step = 0, total_steps = 0;
-  double loss = 0;             // mean train loss over workers since the last report
-  double val_loss = -1;        // latest evaluation (< 0: none yet)
-  double tokens_per_s = 0;     // all workers, wall clock
-  double examples_per_s = 0;   // the same in examples (sequences, images)
-  bool in_tokens = true;       // a language model (counted in tokens); else counted in examples
+  double loss = 0;            // mean train loss over workers since the last report
+  double val_loss = -1;       // latest evaluation (< 0: none yet)
+  double tokens_per_s = 0;    // all workers, wall clock
+  double examples_per_s = 0;  // the same in examples (sequences, images)
+  bool in_tokens = true;      // a language model (counted in tokens); else counted in examples
   double elapsed_s = 0, eta_s = 0;
-  double sim_time_s = 0;       // simulated wall-clock of the slowest worker
+  double sim_time_s = 0;  // simulated wall-clock of the slowest worker
   double bytes_sent_per_worker = 0;
-  double correlation = -2;     // latest mean pairwise parameter correlation (< -1: none yet)
+  double correlation = -2;  // latest mean pairwise parameter correlation (< -1: none yet)
   // Latest worker agreement (ALGORITHMS.md 9): correlation of the updates
   // from the initial model and relative disagreement; NaN: none (yet).
   double update_correlation = std::numeric_limits<double>::quiet_NaN();
   double disagreement = std::numeric_limits<double>::quiet_NaN();
   double val_loss_se = std::numeric_limits<double>::quiet_NaN();  // of the evaluation this report follows
-  bool is_eval = false;        // this report follows an evaluation
+  bool is_eval = false;                                           // this report follows an evaluation
 };
 
 // What the run trains, shown by the CLI as it starts (also when it resumes).
@@ -52,12 +52,12 @@ struct TrainHooks {
 };
 
 struct RunSummary {
-  std::string run_dir;             // empty when no run folder was written
+  std::string run_dir;  // empty when no run folder was written
   int64_t steps = 0;
   int64_t workers = 0;
   int64_t params = 0;
-  double final_train_loss = 0;     // mean over workers, last log window
-  double final_val_loss = 0;       // evaluation at the end
+  double final_train_loss = 0;  // mean over workers, last log window
+  double final_val_loss = 0;    // evaluation at the end
   // What the model learns (train/task.h): "language" (counted in tokens,
   // with a perplexity), "classification" (examples, with an accuracy) or
   // "regression" (examples).
@@ -69,28 +69,28 @@ struct RunSummary {
   int64_t global_batch_examples = 0;  // per step, all workers
   // Its standard error over examples (windows or images); NaN if unknown.
   double final_val_loss_se = std::numeric_limits<double>::quiet_NaN();
-  std::string final_eval;          // "full" (whole validation split) | "sample" (train.final_eval)
-  int64_t final_eval_examples = 0; // windows (images) the final evaluation covered
-  int64_t final_eval_tokens = 0;   // tokens (images) it covered
+  std::string final_eval;              // "full" (whole validation split) | "sample" (train.final_eval)
+  int64_t final_eval_examples = 0;     // windows (images) the final evaluation covered
+  int64_t final_eval_tokens = 0;       // tokens (images) it covered
   double final_eval_wall_seconds = 0;  // wall time of the final evaluation
-  double eval_wall_seconds = 0;    // every evaluation and agreement measurement of the run
+  double eval_wall_seconds = 0;        // every evaluation and agreement measurement of the run
   // Worker agreement at the last step (NaN: one worker, not measured, or undefined).
   double final_update_correlation = std::numeric_limits<double>::quiet_NaN();
   double final_disagreement = std::numeric_limits<double>::quiet_NaN();
   double wall_seconds = 0;
-  double tokens_per_s = 0;         // all workers
-  double examples_per_s = 0;       // all workers
-  double model_flops_per_s = 0;    // tokens_per_s * flops per token
-  double sim_seconds = 0;          // simulated time of the slowest worker
-  double compute_utilisation = 1;  // mean over workers
-  double bytes_sent_per_worker = 0;  // with islands: over the wide-area links between islands
+  double tokens_per_s = 0;                  // all workers
+  double examples_per_s = 0;                // all workers
+  double model_flops_per_s = 0;             // tokens_per_s * flops per token
+  double sim_seconds = 0;                   // simulated time of the slowest worker
+  double compute_utilisation = 1;           // mean over workers
+  double bytes_sent_per_worker = 0;         // with islands: over the wide-area links between islands
   double intra_bytes_sent_per_worker = -1;  // islands: over the links inside an island (< 0: no islands)
-  double network_model_seconds = 0;  // per worker: the network model's time for its ops
-  double comm_wall_seconds = -1;     // per worker, measured (real runs; < 0 when simulated)
-  std::vector<std::string> events; // every metrics event as one JSON line
-  int64_t stopped_at = -1;         // >= 0: stopped early (signal or run.stop_at) after this step
-  std::string checkpoint;          // the checkpoint folder written when it stopped early
-  bool stopped_by_signal = false;  // SIGINT/SIGTERM rather than run.stop_at
+  double network_model_seconds = 0;         // per worker: the network model's time for its ops
+  double comm_wall_seconds = -1;            // per worker, measured (real runs; < 0 when simulated)
+  std::vector<std::string> events;          // every metrics event as one JSON line
+  int64_t stopped_at = -1;                  // >= 0: stopped early (signal or run.stop_at) after this step
+  std::string checkpoint;                   // the checkpoint folder written when it stopped early
+  bool stopped_by_signal = false;           // SIGINT/SIGTERM rather than run.stop_at
 };
 
 // Runs cfg end to end: creates runs/<name>/ (refusing to replace an existing

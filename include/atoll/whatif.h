@@ -18,29 +18,29 @@
 namespace atl {
 
 struct WhatifOptions {
-  double bandwidth_from = 1.25e6;  // bytes/s (10 Mbit/s)
-  double bandwidth_to = 12.5e9;    // bytes/s (100 Gbit/s)
-  int points_per_decade = 4;       // the log grid
-  double latency = -1;             // seconds; < 0: each run's own network.latency
-  double target_loss = 0;          // 0: the highest final eval loss among the settings (all reach it)
-  std::string baseline;            // setting the crossovers are against; "": the DDP setting, else the first
+  double bandwidth_from = 1.25e6;     // bytes/s (10 Mbit/s)
+  double bandwidth_to = 12.5e9;       // bytes/s (100 Gbit/s)
+  int points_per_decade = 4;          // the log grid
+  double latency = -1;                // seconds; < 0: each run's own network.latency
+  double target_loss = 0;             // 0: the highest final eval loss among the settings (all reach it)
+  std::string baseline;               // setting the crossovers are against; "": the DDP setting, else the first
   double crossover_tolerance = 1e-4;  // relative, in bandwidth (bisection between grid points)
-  Projection projection;           // active(): every run projected to a bigger model
+  Projection projection;              // active(): every run projected to a bigger model
 };
 
 struct WhatifSetting {
-  std::string name;                       // the runs' common name without "_s<k>"
-  std::vector<std::string> runs;          // run folders, one per seed
-  std::vector<double> time_to_target;     // per grid bandwidth: simulated s (NaN: not reached by every seed)
-  std::vector<double> total_time;         // per grid bandwidth: simulated s of the whole run (mean over seeds)
+  std::string name;                    // the runs' common name without "_s<k>"
+  std::vector<std::string> runs;       // run folders, one per seed
+  std::vector<double> time_to_target;  // per grid bandwidth: simulated s (NaN: not reached by every seed)
+  std::vector<double> total_time;      // per grid bandwidth: simulated s of the whole run (mean over seeds)
 };
 
 // Where `setting` and the baseline take equally long to the target: below
 // `bandwidth` one is faster, above it the other.
 struct Crossover {
   std::string setting, baseline;
-  double bandwidth = 0;        // bytes/s
-  bool faster_below = true;    // `setting` reaches the target first below `bandwidth`
+  double bandwidth = 0;      // bytes/s
+  bool faster_below = true;  // `setting` reaches the target first below `bandwidth`
 };
 
 struct WhatifResult {

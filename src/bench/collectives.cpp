@@ -74,17 +74,17 @@ void run_allreduce(const Context& ctx, Sink& sink) {
   // An all-reduce of N tensors of S bytes reads N*S and writes N*S bytes, as
   // a copy of N*S bytes does: that copy, on one thread, is the reference.
   // Per-rank bandwidth S/t (NCCL's "algbw") cannot pass 2/N of it on 2 cores.
-  sink.note("bandwidth = bytes of all ranks' tensors / seconds per op, against memcpy of as many bytes on one "
-            "thread; the note gives S/t per rank");
+  sink.note(
+      "bandwidth = bytes of all ranks' tensors / seconds per op, against memcpy of as many bytes on one "
+      "thread; the note gives S/t per rank");
   for (int64_t mb : mbs) {
     const int64_t bytes = mb << 20, numel = bytes / 4;
     for (int64_t n : ranks) {
       const double copy = memcpy_seconds(n * numel, ctx.budget);
       const double s = in_process_seconds(n, numel, ctx.budget);
-      BenchFigure f = figure("allreduce", "in-process mean all-reduce, " + std::to_string(n) + " ranks x " +
-                                              mb_label(bytes),
-                             double(n * bytes) / s / 1e9, "GB/s", "memcpy of " + mb_label(n * bytes),
-                             double(n * bytes) / copy / 1e9);
+      BenchFigure f = figure(
+          "allreduce", "in-process mean all-reduce, " + std::to_string(n) + " ranks x " + mb_label(bytes),
+          double(n * bytes) / s / 1e9, "GB/s", "memcpy of " + mb_label(n * bytes), double(n * bytes) / copy / 1e9);
       f.note = "per rank " + std::to_string(double(bytes) / s / 1e9).substr(0, 5) + " GB/s, " +
                std::to_string(1e3 * s).substr(0, 5) + " ms per op";
       sink.add(with_target(f, ">=", 0.30));
@@ -124,8 +124,8 @@ void run_gloo(const Context& ctx, Sink& sink) {
   for (size_t i = 0; i < mbs.size(); ++i) {
     const int64_t bytes = mbs[i] << 20;
     const double in_process = in_process_seconds(2, bytes / 4, ctx.budget);
-    sink.add(figure("gloo", "Gloo all-reduce, 2 processes, " + mb_label(bytes), double(bytes) / gloo[i] / 1e9,
-                    "GB/s", "in-process all-reduce, 2 threads", double(bytes) / in_process / 1e9));
+    sink.add(figure("gloo", "Gloo all-reduce, 2 processes, " + mb_label(bytes), double(bytes) / gloo[i] / 1e9, "GB/s",
+                    "in-process all-reduce, 2 threads", double(bytes) / in_process / 1e9));
   }
 }
 

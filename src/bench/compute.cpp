@@ -87,10 +87,9 @@ void run_compute(const Context& ctx, Sink& sink) {
     sink.add(with_target(f, ">=", 0.70));
     if (cores > 1) {
       const double per_core = training_flops(cfg, cores, 1, steps) / 1e9;
-      BenchFigure g = figure("compute", "default GPT training " + kind + ", " + std::to_string(cores) +
-                                            " workers x 1 thread",
-                             per_core, "GFLOP/s (model)", std::to_string(cores) + " x " + kind + " GEMM, 1 thread",
-                             double(cores) * rate_one);
+      BenchFigure g = figure(
+          "compute", "default GPT training " + kind + ", " + std::to_string(cores) + " workers x 1 thread", per_core,
+          "GFLOP/s (model)", std::to_string(cores) + " x " + kind + " GEMM, 1 thread", double(cores) * rate_one);
       g.note = "the layout of an N-worker simulation";
       sink.add(with_target(g, ">=", 0.70));
     }
@@ -110,8 +109,8 @@ void run_compute(const Context& ctx, Sink& sink) {
   Config bf16 = ctx.cfg;
   bf16.train.precision = "bf16";
   const double bf16_rate = layouts(bf16, "bf16", bf16_all, bf16_one);
-  sink.add(figure("compute", "default GPT training, bf16 against fp32, 1 worker x " + all, bf16_rate,
-                  "GFLOP/s (model)", "fp32 training, same layout", fp32_rate));
+  sink.add(figure("compute", "default GPT training, bf16 against fp32, 1 worker x " + all, bf16_rate, "GFLOP/s (model)",
+                  "fp32 training, same layout", fp32_rate));
 }
 
 }  // namespace atl::bench

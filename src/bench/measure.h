@@ -36,9 +36,9 @@ double best_seconds(F&& op, double budget, int min_reps = 3) {
 
 struct Context {
   BenchOptions opts;
-  Config cfg;            // model, strategy and optimizer settings of the run
-  int64_t cores = 1;     // cores available to this process
-  double budget = 1.0;   // seconds per repeated measurement
+  Config cfg;           // model, strategy and optimizer settings of the run
+  int64_t cores = 1;    // cores available to this process
+  double budget = 1.0;  // seconds per repeated measurement
 };
 
 // Prints each figure as one line and keeps it.

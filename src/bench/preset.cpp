@@ -80,9 +80,9 @@ void run_preset(const Context& ctx, Sink& sink) {
   // The preset as shipped (DDP, 4 workers, evaluations every 100 steps and
   // the full validation split at the end); --quick runs a quarter of it.
   const int64_t steps = ctx.opts.quick ? 200 : 800;
-  const std::string common = quoted(exe) + " train " + quoted(preset) + " --data.data_root=" +
-                             quoted(ctx.opts.data_root) + " --run.out_dir=" + quoted(out.string()) +
-                             " --run.progress=false --train.steps=" + std::to_string(steps);
+  const std::string common =
+      quoted(exe) + " train " + quoted(preset) + " --data.data_root=" + quoted(ctx.opts.data_root) +
+      " --run.out_dir=" + quoted(out.string()) + " --run.progress=false --train.steps=" + std::to_string(steps);
   double startup = 1e300;
   nlohmann::json end;
   for (int k = 0; k < (ctx.opts.quick ? 1 : 2); ++k) {
@@ -103,8 +103,8 @@ void run_preset(const Context& ctx, Sink& sink) {
   e.note = "full split at the end: " + format_number("%.2f s", end.at("final_eval_s").get<double>()) + " for " +
            std::to_string(end.at("final_eval_tokens").get<int64_t>()) + " tokens";
   sink.add(e);
-  sink.add(figure("preset", "training throughput, compare preset DDP", end.at("tokens_per_s").get<double>(),
-                  "tokens/s"));
+  sink.add(
+      figure("preset", "training throughput, compare preset DDP", end.at("tokens_per_s").get<double>(), "tokens/s"));
 }
 
 }  // namespace atl::bench

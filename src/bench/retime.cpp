@@ -16,14 +16,13 @@ namespace {
 struct TracedRun {
   double train_seconds = 0;  // wall seconds of train(), evaluations off
   std::vector<TimingTrace> traces;
-  double trace_bytes = 0;    // worker 0's file
+  double trace_bytes = 0;  // worker 0's file
   Config cfg;
 };
 
 TracedRun traced_run(const Context& ctx, const std::string& strategy, const std::string& clock, int64_t steps) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() /
-                        ("atoll_bench_retime_" + std::to_string(std::random_device{}()));
+  const fs::path root = fs::temp_directory_path() / ("atoll_bench_retime_" + std::to_string(std::random_device{}()));
   TracedRun out;
   Config cfg = ctx.cfg;
   cfg.data.data_root = ctx.opts.data_root;
@@ -74,8 +73,8 @@ void run_retime(const Context& ctx, Sink& sink) {
       Config other = run.cfg;
       other.network.bandwidth = "1Gbit/s";
       const double replay = best_seconds([&] { replay_traces(other, run.traces); }, ctx.budget, 1);
-      BenchFigure f = figure("retime", "replay on another network, " + label, replay, "s", "training the same run again",
-                             run.train_seconds);
+      BenchFigure f = figure("retime", "replay on another network, " + label, replay, "s",
+                             "training the same run again", run.train_seconds);
       f.ratio = run.train_seconds / replay;
       f.note = "ratio = how many times faster a retime is than a new run (" + std::to_string(steps) + " steps)";
       sink.add(f);

@@ -75,10 +75,10 @@ void run_simulation(const Context& ctx, Sink& sink) {
   const double t1 = simulated_seconds(ctx, "single", 1, steps, 0, reps);
   const double alone = simulated_seconds(ctx, "single", 1, steps, 1, reps);
   const double side_by_side = side_by_side_seconds(ctx, cores, steps, reps);
-  sink.note(std::to_string(steps) + " steps; one worker on all " + std::to_string(cores) + " cores: " +
-            std::to_string(t1).substr(0, 5) + " s; on one thread alone: " + std::to_string(alone).substr(0, 5) +
-            " s; " + std::to_string(cores) + " one-thread workers side by side: " +
-            std::to_string(side_by_side).substr(0, 5) + " s");
+  sink.note(std::to_string(steps) + " steps; one worker on all " + std::to_string(cores) +
+            " cores: " + std::to_string(t1).substr(0, 5) +
+            " s; on one thread alone: " + std::to_string(alone).substr(0, 5) + " s; " + std::to_string(cores) +
+            " one-thread workers side by side: " + std::to_string(side_by_side).substr(0, 5) + " s");
   for (const char* strategy : {"diloco", "ddp"}) {
     for (int64_t n : {int64_t(4), int64_t(8)}) {
       const double tn = simulated_seconds(ctx, strategy, n, steps, 0, reps);
@@ -88,17 +88,15 @@ void run_simulation(const Context& ctx, Sink& sink) {
       // run `cores` of them at a time, so the yardstick is N / cores rounds
       // of one-thread workers side by side.
       const double ideal = double(n) / double(cores) * side_by_side;
-      BenchFigure f = figure("simulation", label, tn, "s",
-                             "N/cores x T(cores one-thread workers side by side)", ideal);
+      BenchFigure f = figure("simulation", label, tn, "s", "N/cores x T(cores one-thread workers side by side)", ideal);
       f.ratio = ideal / tn;
       sink.add(with_target(f, ">=", 0.95));
-      BenchFigure strict = figure("simulation", label, tn, "s",
-                                  "N/cores x T(1), T(1) = one worker on one thread alone", double(n) / double(cores) * alone);
+      BenchFigure strict = figure("simulation", label, tn, "s", "N/cores x T(1), T(1) = one worker on one thread alone",
+                                  double(n) / double(cores) * alone);
       strict.ratio = strict.reference_value / tn;
       strict.note = "strict: the lone worker has the caches and memory to itself";
       sink.add(strict);
-      BenchFigure g = figure("simulation", label, tn, "s", "N x T(1), T(1) = one worker on all cores",
-                             double(n) * t1);
+      BenchFigure g = figure("simulation", label, tn, "s", "N x T(1), T(1) = one worker on all cores", double(n) * t1);
       g.ratio = double(n) * t1 / tn;
       g.note = "one worker cannot keep every core busy, so N x T(1) overstates the work and the ratio can exceed 1";
       sink.add(g);

@@ -20,8 +20,8 @@ namespace atl::bench {
 namespace {
 
 struct StepCost {
-  double strategy_cpu = 0;       // per step, mean over workers: thread CPU seconds in Strategy::step
-  double forward_backward = 0;   // per step, mean over workers: thread CPU seconds of forward + backward
+  double strategy_cpu = 0;      // per step, mean over workers: thread CPU seconds in Strategy::step
+  double forward_backward = 0;  // per step, mean over workers: thread CPU seconds of forward + backward
 };
 
 // N workers, each on its own thread as in a simulation, run `steps` steps of
@@ -114,7 +114,8 @@ void run_strategies(const Context& ctx, Sink& sink) {
     cfg.diloco.inner_steps = 100;
     sink.note("quick: diloco.inner_steps = 100, so DiLoCo-family outer steps cost 5x their default share");
   }
-  sink.note(std::to_string(workers) + " workers on threads; CPU time per worker per step; reference: a local "
+  sink.note(std::to_string(workers) +
+            " workers on threads; CPU time per worker per step; reference: a local "
             "AdamW training step (forward, backward, clip, AdamW) measured in the same run");
   // The baseline runs first and last; the mean is the reference and the
   // difference of the two shows how much of a small overhead is noise.
@@ -133,8 +134,8 @@ void run_strategies(const Context& ctx, Sink& sink) {
                 1e3 * std::abs(first.strategy_cpu - last.strategy_cpu));
   sink.note(line);
   for (const auto& [name, c] : costs) {
-    BenchFigure f = figure("strategies", name + " overhead over local AdamW", 1e3 * (c.strategy_cpu - adamw),
-                           "ms/step", "local AdamW training step", 1e3 * step);
+    BenchFigure f = figure("strategies", name + " overhead over local AdamW", 1e3 * (c.strategy_cpu - adamw), "ms/step",
+                           "local AdamW training step", 1e3 * step);
     if (name == "demo") {
       f.note = "DeMo's DCT and top-k replace AdamW; no target";
       sink.add(f);

@@ -7,10 +7,10 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "atoll/setup.h"
 #include "bench/measure.h"
 #include "train/threads.h"
 #include "util/machine.h"
-#include "atoll/setup.h"
 
 namespace atl {
 namespace bench {
@@ -84,10 +84,9 @@ std::vector<BenchFigure> run_benchmarks(const BenchOptions& opts, std::ostream& 
   out << "machine: " << describe_machine(machine_info()) << std::endl;
   using Group = void (*)(const bench::Context&, bench::Sink&);
   const std::map<std::string, Group> groups = {
-      {"gloo", bench::run_gloo},           {"compute", bench::run_compute},
-      {"allreduce", bench::run_allreduce}, {"codecs", bench::run_codecs},
-      {"strategies", bench::run_strategies}, {"simulation", bench::run_simulation},
-      {"retime", bench::run_retime},       {"preset", bench::run_preset}};
+      {"gloo", bench::run_gloo},     {"compute", bench::run_compute},       {"allreduce", bench::run_allreduce},
+      {"codecs", bench::run_codecs}, {"strategies", bench::run_strategies}, {"simulation", bench::run_simulation},
+      {"retime", bench::run_retime}, {"preset", bench::run_preset}};
   // In bench_groups() order whatever the order asked for: gloo forks, and
   // must do so before any other group has started threads.
   for (const auto& g : all) {
@@ -99,9 +98,16 @@ std::vector<BenchFigure> run_benchmarks(const BenchOptions& opts, std::ostream& 
   if (!opts.json_path.empty()) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& f : sink.figures) {
-      j.push_back({{"group", f.group}, {"name", f.name}, {"value", f.value}, {"unit", f.unit},
-                   {"reference", f.reference}, {"reference_value", f.reference_value}, {"ratio", f.ratio},
-                   {"target", f.target}, {"target_met", f.target_met}, {"note", f.note}});
+      j.push_back({{"group", f.group},
+                   {"name", f.name},
+                   {"value", f.value},
+                   {"unit", f.unit},
+                   {"reference", f.reference},
+                   {"reference_value", f.reference_value},
+                   {"ratio", f.ratio},
+                   {"target", f.target},
+                   {"target_met", f.target_met},
+                   {"note", f.note}});
     }
     std::ofstream file(opts.json_path);
     if (!file) throw std::runtime_error("cannot write " + opts.json_path);

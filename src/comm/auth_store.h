@@ -66,11 +66,11 @@ class AuthStoreServer {
   int port() const;
 
   struct Stats {
-    int64_t accepted = 0;         // connections accepted
-    int64_t clients = 0;          // connections that proved the token, now open
-    int64_t token_refusals = 0;   // atoll handshakes that proved another token
-    int64_t dropped = 0;          // connections dropped for a broken limit, deadline or MAC
-    std::string last_refusal;     // "a process at 127.0.0.1:40522 tried to join with another job token"
+    int64_t accepted = 0;        // connections accepted
+    int64_t clients = 0;         // connections that proved the token, now open
+    int64_t token_refusals = 0;  // atoll handshakes that proved another token
+    int64_t dropped = 0;         // connections dropped for a broken limit, deadline or MAC
+    std::string last_refusal;    // "a process at 127.0.0.1:40522 tried to join with another job token"
   };
   Stats stats() const;
 

@@ -131,16 +131,18 @@ AuthStoreClient::AuthStoreClient(const std::string& host, int port, Bytes key, s
   for (;;) {
     fd_ = connect_until(host, port, deadline, why);
     if (fd_ < 0)
-      throw std::runtime_error("no rendezvous store answered at " + where_ + " within " + seconds_text(timeout) +
-                               " (" + why + ")");
+      throw std::runtime_error("no rendezvous store answered at " + where_ + " within " + seconds_text(timeout) + " (" +
+                               why + ")");
     size_t got = 0;
     try {
       greeted = read_exactly(fd_, hello.data(), hello.size(), deadline, &got);
     } catch (const std::runtime_error& e) {
       why = e.what();
     }
-    if (!greeted && got > 0) why = "the process listening there is not an atoll rendezvous (another program on "
-                                   "MASTER_PORT?)";
+    if (!greeted && got > 0)
+      why =
+          "the process listening there is not an atoll rendezvous (another program on "
+          "MASTER_PORT?)";
     if (greeted || got > 0 || remaining_ms(deadline) == 0) break;
     ::close(fd_);
     fd_ = -1;
@@ -150,8 +152,9 @@ AuthStoreClient::AuthStoreClient(const std::string& host, int port, Bytes key, s
     if (!greeted && why.empty()) why = "no greeting within " + seconds_text(timeout);
     if (!greeted) throw std::runtime_error(why);
     if (hello.compare(0, wire::kMagic.size(), wire::kMagic) != 0)
-      throw std::runtime_error("the process listening there is not an atoll rendezvous (another program on "
-                               "MASTER_PORT?)");
+      throw std::runtime_error(
+          "the process listening there is not an atoll rendezvous (another program on "
+          "MASTER_PORT?)");
     const Bytes server_nonce(hello.begin() + wire::kMagic.size(), hello.end());
     const Bytes client_nonce = random_bytes(wire::kNonceBytes);
     std::string mine(wire::kMagic);
@@ -171,7 +174,8 @@ AuthStoreClient::AuthStoreClient(const std::string& host, int port, Bytes key, s
           "rank 0 refused this process's job token: the ranks hold different tokens (is ATOLL_JOB_TOKEN_FILE, or "
           "ATOLL_JOB_TOKEN, the same on every host?)");
     if (!complete) throw std::runtime_error("it did not finish the handshake within " + seconds_text(timeout));
-    if (!equal_in_constant_time(Bytes(answer.begin(), answer.end()), wire::server_proof(key, server_nonce, client_nonce)))
+    if (!equal_in_constant_time(Bytes(answer.begin(), answer.end()),
+                                wire::server_proof(key, server_nonce, client_nonce)))
       throw std::runtime_error("it does not hold this job's token (another job on this MASTER_PORT, or a stranger)");
     session_key_ = wire::session_key(key, server_nonce, client_nonce);
   } catch (const std::exception& e) {
@@ -188,7 +192,8 @@ AuthStoreClient::~AuthStoreClient() {
 std::vector<uint8_t> AuthStoreClient::request(const std::string& body, std::chrono::milliseconds server_wait) {
   std::lock_guard<std::mutex> g(mu_);
   if (fd_ < 0)
-    throw std::runtime_error("the connection to the rendezvous store at " + where_ + " was closed after an earlier error");
+    throw std::runtime_error("the connection to the rendezvous store at " + where_ +
+                             " was closed after an earlier error");
   // The server answers a blocking request itself when its wait ends; past
   // that, the store's timeout is left for the answer to arrive.
   const Clock::time_point deadline = Clock::now() + server_wait + getTimeout();
@@ -213,9 +218,11 @@ std::vector<uint8_t> AuthStoreClient::request(const std::string& body, std::chro
   }
   wire::Reader r(reply_body);
   const auto status = static_cast<Status>(r.u8());
-  if (status == Status::Error) throw std::runtime_error("the rendezvous store refused a request: " + r.text(kMaxReplyBody));
+  if (status == Status::Error)
+    throw std::runtime_error("the rendezvous store refused a request: " + r.text(kMaxReplyBody));
   if (status == Status::TimedOut)
-    throw std::runtime_error("timed out after " + seconds_text(server_wait) + " waiting for the rendezvous store's key(s)");
+    throw std::runtime_error("timed out after " + seconds_text(server_wait) +
+                             " waiting for the rendezvous store's key(s)");
   const std::string rest = reply_body.substr(1);
   return std::vector<uint8_t>(rest.begin(), rest.end());
 }
@@ -246,8 +253,8 @@ void check_sizes(const std::string& key, size_t value_bytes) {
   if (key.size() > limits.max_key_bytes || value_bytes > limits.max_value_bytes)
     throw std::invalid_argument("rendezvous store: key '" + key.substr(0, 64) + "' (" + std::to_string(key.size()) +
                                 " bytes) or its value (" + std::to_string(value_bytes) + " bytes) is over the limit (" +
-                                std::to_string(limits.max_key_bytes) + " and " + std::to_string(limits.max_value_bytes) +
-                                " bytes)");
+                                std::to_string(limits.max_key_bytes) + " and " +
+                                std::to_string(limits.max_value_bytes) + " bytes)");
 }
 
 }  // namespace

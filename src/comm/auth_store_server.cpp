@@ -14,8 +14,8 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <stdexcept>
@@ -49,7 +49,9 @@ std::string peer_name(const sockaddr_storage& a) {
   return std::string(host) + ":" + std::to_string(port);
 }
 
-Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
 
 // A blocking request's wait: at most a day, 0 meaning c10d's "no timeout".
 Clock::time_point wait_deadline(uint64_t timeout_ms) {
@@ -164,7 +166,8 @@ void AuthStoreServer::Impl::listen_on(const std::string& host, int want_port) {
     if (errno == EADDRINUSE) why += " (is MASTER_PORT in use by another job? pick another port)";
     ::close(fd);
   }
-  if (listen_fd < 0) throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(want_port) + ": " + why);
+  if (listen_fd < 0)
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(want_port) + ": " + why);
 }
 
 void AuthStoreServer::Impl::accept_new() {
@@ -177,7 +180,7 @@ void AuthStoreServer::Impl::accept_new() {
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
         accept_paused_until = Clock::now() + std::chrono::milliseconds(100);  // out of descriptors: back off
-      return;                                                                // EAGAIN and the rest: later
+      return;                                                                 // EAGAIN and the rest: later
     }
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -318,8 +321,10 @@ void AuthStoreServer::Impl::handle(Conn& c, std::string_view body) {
     case Op::Add: {
       int64_t v = 0;
       if (const auto it = data.find(q.key); it != data.end() && !parse_int64(it->second, v))
-        return reply_status(c, Status::Error, "add() on key '" + q.key + "', which holds a value that is not an integer");
-      if (__builtin_add_overflow(v, q.delta, &v)) return reply_status(c, Status::Error, "add() overflows key '" + q.key + "'");
+        return reply_status(c, Status::Error,
+                            "add() on key '" + q.key + "', which holds a value that is not an integer");
+      if (__builtin_add_overflow(v, q.delta, &v))
+        return reply_status(c, Status::Error, "add() overflows key '" + q.key + "'");
       if (!put(c, q.key, std::to_string(v))) return;
       reply(c, w.u8(uint8_t(Status::Ok)).u64(uint64_t(v)).take());
       return answer_waiters();
@@ -369,8 +374,10 @@ void AuthStoreServer::Impl::check_deadlines() {
   const Clock::time_point now = Clock::now();
   for (Conn& c : conns) {
     if (c.dropped) continue;
-    if (c.phase == Conn::Phase::Proving && now - c.opened > seconds(limits.handshake_seconds)) misbehaved(c);
-    else if (c.phase == Conn::Phase::Closing && now - c.opened > seconds(limits.handshake_seconds)) drop(c);
+    if (c.phase == Conn::Phase::Proving && now - c.opened > seconds(limits.handshake_seconds))
+      misbehaved(c);
+    else if (c.phase == Conn::Phase::Closing && now - c.opened > seconds(limits.handshake_seconds))
+      drop(c);
     else if (c.phase == Conn::Phase::Ready && !c.waiting && !c.in.empty() &&
              now - c.message_began > seconds(limits.message_seconds))
       misbehaved(c);

@@ -98,14 +98,29 @@ std::string encode_request(const Request& r) {
     for (const auto& k : r.keys) w.text(k);
   };
   switch (r.op) {
-    case Op::Set: w.text(r.key).text(r.value); break;
-    case Op::Get: w.text(r.key).u64(r.timeout_ms); break;
-    case Op::Add: w.text(r.key).u64(static_cast<uint64_t>(r.delta)); break;
-    case Op::CompareSet: w.text(r.key).text(r.expected).text(r.value); break;
-    case Op::Delete: w.text(r.key); break;
-    case Op::Check: keys(); break;
-    case Op::NumKeys: break;
-    case Op::Wait: keys(), w.u64(r.timeout_ms); break;
+    case Op::Set:
+      w.text(r.key).text(r.value);
+      break;
+    case Op::Get:
+      w.text(r.key).u64(r.timeout_ms);
+      break;
+    case Op::Add:
+      w.text(r.key).u64(static_cast<uint64_t>(r.delta));
+      break;
+    case Op::CompareSet:
+      w.text(r.key).text(r.expected).text(r.value);
+      break;
+    case Op::Delete:
+      w.text(r.key);
+      break;
+    case Op::Check:
+      keys();
+      break;
+    case Op::NumKeys:
+      break;
+    case Op::Wait:
+      keys(), w.u64(r.timeout_ms);
+      break;
   }
   return w.take();
 }
@@ -137,14 +152,20 @@ Request parse_request(std::string_view body, const RequestLimits& limits) {
       r.expected = in.text(limits.max_value_bytes);
       r.value = in.text(limits.max_value_bytes);
       break;
-    case Op::Delete: r.key = in.text(limits.max_key_bytes); break;
-    case Op::Check: keys(); break;
-    case Op::NumKeys: break;
+    case Op::Delete:
+      r.key = in.text(limits.max_key_bytes);
+      break;
+    case Op::Check:
+      keys();
+      break;
+    case Op::NumKeys:
+      break;
     case Op::Wait:
       keys();
       r.timeout_ms = in.u64();
       break;
-    default: throw ProtocolError("an unknown request");
+    default:
+      throw ProtocolError("an unknown request");
   }
   if (!in.at_end()) throw ProtocolError("trailing bytes in a request");
   return r;

@@ -20,24 +20,21 @@ double payload_bytes(const at::Tensor& t) {
 
 void require_defined(const at::Tensor& t, const char* op, const char* arg) {
   if (!t.defined()) {
-    throw std::invalid_argument(std::string(op) + ": `" + arg +
-                                "` is an undefined tensor; pass an allocated tensor");
+    throw std::invalid_argument(std::string(op) + ": `" + arg + "` is an undefined tensor; pass an allocated tensor");
   }
 }
 
 // A peer/root/src/dst must name a rank of the group; `allow_self` only for roots.
-void check_rank_arg(int64_t value, int64_t self, int64_t size, const char* op, const char* role,
-                    bool allow_self) {
+void check_rank_arg(int64_t value, int64_t self, int64_t size, const char* op, const char* role, bool allow_self) {
   if (value < 0 || value >= size) {
     std::ostringstream msg;
-    msg << op << ": " << role << " " << value << " is out of range for a group of " << size
-        << " rank" << (size == 1 ? "" : "s") << " (valid: 0.." << size - 1 << ")";
+    msg << op << ": " << role << " " << value << " is out of range for a group of " << size << " rank"
+        << (size == 1 ? "" : "s") << " (valid: 0.." << size - 1 << ")";
     throw std::invalid_argument(msg.str());
   }
   if (!allow_self && value == self) {
     std::ostringstream msg;
-    msg << op << ": " << role << " " << value
-        << " is this rank itself; point-to-point ops need two different ranks";
+    msg << op << ": " << role << " " << value << " is this rank itself; point-to-point ops need two different ranks";
     throw std::invalid_argument(msg.str());
   }
 }
@@ -124,9 +121,8 @@ double Communicator::record(CommOp op, const std::string& tag, double payload, b
   e.sent_bytes = bytes.sent;
   e.received_bytes = bytes.received;
   if (net_ != nullptr) {
-    e.network_seconds = participants.empty()
-                            ? net_->collective_seconds(op, payload, index)
-                            : net_->op_seconds(op, payload, participants, index);
+    e.network_seconds = participants.empty() ? net_->collective_seconds(op, payload, index)
+                                             : net_->op_seconds(op, payload, participants, index);
   }
   ledger_.record(e);
   return e.network_seconds;
@@ -167,7 +163,8 @@ double Communicator::island_all_reduce(at::Tensor& work, ReduceOp op, double arr
   at::Tensor slice = flat.narrow(0, from, to - from).clone();
   const double done = do_all_reduce(slice, op, arrival, network_seconds);
   std::vector<at::Tensor> slices;
-  const double completion = island_->do_all_gather(slice, slices, done, [](const std::vector<int64_t>&) { return 0.0; });
+  const double completion =
+      island_->do_all_gather(slice, slices, done, [](const std::vector<int64_t>&) { return 0.0; });
   int64_t at = 0;
   for (const at::Tensor& part : slices) {
     flat.narrow(0, at, part.numel()).copy_(part.view({-1}));
@@ -194,7 +191,8 @@ void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag
   const double net = record(CommOp::AllReduce, tag, payload, false, {});
   const double arrival = arrival_time();
   at::Tensor work = contiguous_work(t);
-  const double moved = moves_by_pattern() ? island_all_reduce(work, op, arrival, net) : do_all_reduce(work, op, arrival, net);
+  const double moved =
+      moves_by_pattern() ? island_all_reduce(work, op, arrival, net) : do_all_reduce(work, op, arrival, net);
   const double completion = after_outages(moved, net, {});
   copy_back(t, work);
   finish(completion);
@@ -280,8 +278,7 @@ Work Communicator::all_reduce_async(at::Tensor& t, ReduceOp op, const std::strin
                 id);
 }
 
-void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out,
-                              const std::string& tag) {
+void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, const std::string& tag) {
   require_defined(in, "all_gather", "in");
   const at::Tensor src = contiguous_work(in);
   trace_call({TracedOp::AllGather, 0, payload_bytes(src), 0, {}, tag});
@@ -298,17 +295,17 @@ void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out
       largest = std::max(largest, sizes[r]);
       if (static_cast<int64_t>(r) != self) others += static_cast<double>(sizes[r]);
     }
-    return islands->charge(CommOp::AllGather, static_cast<double>(sizes.at(self)), static_cast<double>(largest),
-                           others, device, false, {}, index);
+    return islands->charge(CommOp::AllGather, static_cast<double>(sizes.at(self)), static_cast<double>(largest), others,
+                           device, false, {}, index);
   };
-  const std::function<double(const std::vector<int64_t>&)> seconds_for =
-      [net, islands, island_charge, index](const std::vector<int64_t>& sizes) {
-        if (islands != nullptr) return island_charge(sizes).seconds;
-        if (net == nullptr) return 0.0;
-        int64_t largest = 0;
-        for (int64_t s : sizes) largest = std::max(largest, s);
-        return net->collective_seconds(CommOp::AllGather, static_cast<double>(largest), index);
-      };
+  const std::function<double(const std::vector<int64_t>&)> seconds_for = [net, islands, island_charge,
+                                                                          index](const std::vector<int64_t>& sizes) {
+    if (islands != nullptr) return island_charge(sizes).seconds;
+    if (net == nullptr) return 0.0;
+    int64_t largest = 0;
+    for (int64_t s : sizes) largest = std::max(largest, s);
+    return net->collective_seconds(CommOp::AllGather, static_cast<double>(largest), index);
+  };
   const double arrival = arrival_time();
   const double completion = do_all_gather(src, out, arrival, seconds_for);
 
@@ -357,16 +354,14 @@ void Communicator::barrier() {
   finish(do_barrier(arrival, net));
 }
 
-void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t peer,
-                            const std::string& tag) {
+void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t peer, const std::string& tag) {
   require_defined(send, "exchange", "send");
   require_defined(recv, "exchange", "recv");
   check_rank_arg(peer, rank_, size_, "exchange", "peer", /*allow_self=*/false);
   if (send.sizes() != recv.sizes() || send.scalar_type() != recv.scalar_type()) {
     std::ostringstream msg;
-    msg << "exchange: `recv` must have the shape and dtype of `send`; got send " << send.sizes()
-        << " " << send.scalar_type() << " and recv " << recv.sizes() << " "
-        << recv.scalar_type();
+    msg << "exchange: `recv` must have the shape and dtype of `send`; got send " << send.sizes() << " "
+        << send.scalar_type() << " and recv " << recv.sizes() << " " << recv.scalar_type();
     throw std::invalid_argument(msg.str());
   }
   trace_call({TracedOp::Exchange, 0, payload_bytes(send), peer, {}, tag});
@@ -380,15 +375,14 @@ void Communicator::exchange(const at::Tensor& send, at::Tensor& recv, int64_t pe
 }
 
 double Communicator::start_exchange_with(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                                         const std::vector<int64_t>& peers, const std::string& tag,
-                                         double wire_bytes, std::function<void()>* in_flight, int64_t* trace_id) {
+                                         const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes,
+                                         std::function<void()>* in_flight, int64_t* trace_id) {
   require_defined(send, "exchange_with", "send");
   std::vector<int64_t> participants{rank_};
   for (int64_t p : peers) {
     check_rank_arg(p, rank_, size_, "exchange_with", "peer", /*allow_self=*/false);
     if (std::find(participants.begin(), participants.end(), p) != participants.end())
-      throw std::invalid_argument("exchange_with: peer " + std::to_string(p) +
-                                  " is listed twice; list each peer once");
+      throw std::invalid_argument("exchange_with: peer " + std::to_string(p) + " is listed twice; list each peer once");
     participants.push_back(p);
   }
   const double each = wire_bytes >= 0 ? wire_bytes : payload_bytes(send);
@@ -414,8 +408,7 @@ void Communicator::exchange_with(const at::Tensor& send, std::vector<at::Tensor>
 }
 
 Work Communicator::exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                                       const std::vector<int64_t>& peers, const std::string& tag,
-                                       double wire_bytes) {
+                                       const std::vector<int64_t>& peers, const std::string& tag, double wire_bytes) {
   std::function<void()> in_flight;
   int64_t id = -1;
   const double completion = start_exchange_with(send, recvs, peers, tag, wire_bytes, &in_flight, &id);

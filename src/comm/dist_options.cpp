@@ -23,8 +23,7 @@ int64_t env_int(const char* name, int64_t fallback) {
     if (used != std::string(v).size()) throw std::invalid_argument("trailing characters");
     return x;
   } catch (const std::exception&) {
-    throw std::invalid_argument(std::string("environment variable ") + name + "='" + v +
-                                "' is not an integer");
+    throw std::invalid_argument(std::string("environment variable ") + name + "='" + v + "' is not an integer");
   }
 }
 
@@ -81,8 +80,7 @@ DistOptions dist_options_from_env(DistOptions o) {
 
 void validate(const DistOptions& o) {
   auto fail = [](const std::string& m) { throw std::invalid_argument(m); };
-  if (o.world_size < 1)
-    fail("WORLD_SIZE (--world-size) must be >= 1, got " + std::to_string(o.world_size));
+  if (o.world_size < 1) fail("WORLD_SIZE (--world-size) must be >= 1, got " + std::to_string(o.world_size));
   if (o.rank < 0 || o.rank >= o.world_size)
     fail("RANK (--rank) must be in 0.." + std::to_string(o.world_size - 1) + " for WORLD_SIZE " +
          std::to_string(o.world_size) + ", got " + std::to_string(o.rank));

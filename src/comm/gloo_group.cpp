@@ -143,7 +143,8 @@ class GlooCommunicator final : public Communicator {
     });
     completion = arrival + network_seconds;
     return [this, work, t, op]() mutable {
-      timed("all_reduce", [&] { work->wait(); }, /*line_up=*/false);
+      timed(
+          "all_reduce", [&] { work->wait(); }, /*line_up=*/false);
       if (op != ReduceOp::Mean) return;
       if (at::isFloatingType(t.scalar_type())) {
         t.div_(static_cast<double>(size()));
@@ -200,8 +201,8 @@ class GlooCommunicator final : public Communicator {
     return arrival + network_seconds;
   }
 
-  double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                     const std::vector<int64_t>& peers, double arrival, double network_seconds) override {
+  double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs, const std::vector<int64_t>& peers,
+                     double arrival, double network_seconds) override {
     double completion = 0;
     start_exchange(send, recvs, peers, arrival, network_seconds, completion)();
     return completion;
@@ -229,9 +230,12 @@ class GlooCommunicator final : public Communicator {
     });
     completion = arrival + network_seconds;
     return [this, pending, bufs] {
-      timed("exchange", [&] {
-        for (auto& w : *pending) w->wait();
-      }, /*line_up=*/false);
+      timed(
+          "exchange",
+          [&] {
+            for (auto& w : *pending) w->wait();
+          },
+          /*line_up=*/false);
     };
   }
 
@@ -290,9 +294,7 @@ class GlooCommunicator final : public Communicator {
     }
     in_flight_ = std::move(open);
   }
-  static int next_tag(std::vector<uint64_t>& seq, int64_t peer) {
-    return static_cast<int>(seq[peer]++ & 0x7fffffff);
-  }
+  static int next_tag(std::vector<uint64_t>& seq, int64_t peer) { return static_cast<int>(seq[peer]++ & 0x7fffffff); }
 
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
   std::function<std::string(const std::string&)> diagnose_;
@@ -321,12 +323,11 @@ class GlooDistGroup final : public DistGroup {
     const auto device = make_device(opts);
     const std::string timeout = " within " + std::to_string(int(opts.timeout_s)) + " s: ";
     const std::string ifname_hint = "set GLOO_SOCKET_IFNAME to the interface the hosts reach each other on";
-    comm_ = connect_group(store_, device, rank, size, algo, "rank " + std::to_string(rank),
-                          [&](const std::string& cause) {
-                            return "rank " + std::to_string(rank) + " could not connect the Gloo group of " +
-                                   std::to_string(size) + timeout + cause +
-                                   " (are all ranks started with the same WORLD_SIZE? " + ifname_hint + ")";
-                          });
+    comm_ =
+        connect_group(store_, device, rank, size, algo, "rank " + std::to_string(rank), [&](const std::string& cause) {
+          return "rank " + std::to_string(rank) + " could not connect the Gloo group of " + std::to_string(size) +
+                 timeout + cause + " (are all ranks started with the same WORLD_SIZE? " + ifname_hint + ")";
+        });
     // Every rank proves the world group's connections before connecting
     // more, so ranks that disagree about the islands still pass this point
     // together and fail below naming the island group.
@@ -334,22 +335,22 @@ class GlooDistGroup final : public DistGroup {
     if (prove) prove_connections(*comm_, nonce, "the world group");
     if (island_devices > 1) {
       const int64_t d = rank % island_devices, i = rank / island_devices, islands = size / island_devices;
-      const std::string members_hint = " (do all ranks run with the same islands.devices = " +
-                                       std::to_string(island_devices) + "? " + ifname_hint + ")";
-      island_ = connect_group(
-          c10::make_intrusive<c10d::PrefixStore>("atoll/island/" + std::to_string(i), store_), device, d,
-          island_devices, algo,
-          "rank " + std::to_string(rank) + " (device " + std::to_string(d) + " in island " + std::to_string(i) +
-              "'s group)",
-          [&](const std::string& cause) {
-            return "rank " + std::to_string(rank) + " could not connect island " + std::to_string(i) +
-                   "'s Gloo group (ranks " + std::to_string(i * island_devices) + ".." +
-                   std::to_string(i * island_devices + island_devices - 1) + ", as its rank " + std::to_string(d) +
-                   ")" + timeout + cause + members_hint;
-          });
+      const std::string members_hint =
+          " (do all ranks run with the same islands.devices = " + std::to_string(island_devices) + "? " + ifname_hint +
+          ")";
+      island_ = connect_group(c10::make_intrusive<c10d::PrefixStore>("atoll/island/" + std::to_string(i), store_),
+                              device, d, island_devices, algo,
+                              "rank " + std::to_string(rank) + " (device " + std::to_string(d) + " in island " +
+                                  std::to_string(i) + "'s group)",
+                              [&](const std::string& cause) {
+                                return "rank " + std::to_string(rank) + " could not connect island " +
+                                       std::to_string(i) + "'s Gloo group (ranks " +
+                                       std::to_string(i * island_devices) + ".." +
+                                       std::to_string(i * island_devices + island_devices - 1) + ", as its rank " +
+                                       std::to_string(d) + ")" + timeout + cause + members_hint;
+                              });
       cross_ = connect_group(
-          c10::make_intrusive<c10d::PrefixStore>("atoll/cross/" + std::to_string(d), store_), device, i, islands,
-          algo,
+          c10::make_intrusive<c10d::PrefixStore>("atoll/cross/" + std::to_string(d), store_), device, i, islands, algo,
           "rank " + std::to_string(rank) + " (island " + std::to_string(i) + " in device " + std::to_string(d) +
               "'s cross group)",
           [&](const std::string& cause) {
@@ -360,7 +361,8 @@ class GlooDistGroup final : public DistGroup {
     }
     if (prove) {  // island and cross groups: each as soon as it connects, as the world group above
       if (island_) prove_connections(*island_, nonce, "island " + std::to_string(rank / island_devices) + "'s group");
-      if (cross_) prove_connections(*cross_, nonce, "device " + std::to_string(rank % island_devices) + "'s cross group");
+      if (cross_)
+        prove_connections(*cross_, nonce, "device " + std::to_string(rank % island_devices) + "'s cross group");
     }
     if (beat_store_) beat_thread_ = std::thread([this] { beat(); });
   }
@@ -427,17 +429,17 @@ class GlooDistGroup final : public DistGroup {
  private:
   // A process group of `size` ranks over `store` (this rank is `rank` in it)
   // and its communicator; `connect_error` words a failure to connect.
-  std::unique_ptr<GlooCommunicator> connect_group(
-      const c10::intrusive_ptr<c10d::Store>& store, const std::shared_ptr<::gloo::transport::Device>& device,
-      int64_t rank, int64_t size, CollectiveAlgo algo, const std::string& where,
-      const std::function<std::string(const std::string&)>& connect_error) {
+  std::unique_ptr<GlooCommunicator> connect_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                  const std::shared_ptr<::gloo::transport::Device>& device,
+                                                  int64_t rank, int64_t size, CollectiveAlgo algo,
+                                                  const std::string& where,
+                                                  const std::function<std::string(const std::string&)>& connect_error) {
     auto pg_opts = c10d::ProcessGroupGloo::Options::create(to_ms(opts_.timeout_s));
     pg_opts->devices.push_back(device);
     pg_opts->threads = 1;  // one worker thread per group: the cores belong to compute
     c10::intrusive_ptr<c10d::ProcessGroup> pg;
     try {
-      pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(rank), static_cast<int>(size),
-                                                       pg_opts);
+      pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(rank), static_cast<int>(size), pg_opts);
     } catch (const std::exception& e) {
       throw std::runtime_error(connect_error(e.what()));
     }
@@ -570,8 +572,8 @@ std::vector<std::unique_ptr<DistGroup>> gloo_threads_group(int64_t n, double tim
         o.rank = r;
         o.world_size = n;
         o.timeout_s = timeout_s;
-        groups[r] = std::make_unique<GlooDistGroup>(RendezvousStores{nullptr, store, c10::intrusive_ptr<c10d::Store>()}, r, n, o, ledger_algo,
-                                                    island_devices, /*prove=*/false);
+        groups[r] = std::make_unique<GlooDistGroup>(RendezvousStores{nullptr, store, c10::intrusive_ptr<c10d::Store>()},
+                                                    r, n, o, ledger_algo, island_devices, /*prove=*/false);
       } catch (...) {
         errors[r] = std::current_exception();
       }

@@ -68,16 +68,15 @@ RendezvousStores connect_stores(const DistOptions& opts) {
     }
   }
   try {
-    s.store = c10::make_intrusive<AuthStoreClient>(opts.master_addr, opts.master_port, opts.job_token,
-                                                   to_ms(opts.timeout_s));
-    s.beat_store = c10::make_intrusive<AuthStoreClient>(opts.master_addr, opts.master_port, opts.job_token,
-                                                        to_ms(opts.timeout_s));
+    s.store =
+        c10::make_intrusive<AuthStoreClient>(opts.master_addr, opts.master_port, opts.job_token, to_ms(opts.timeout_s));
+    s.beat_store =
+        c10::make_intrusive<AuthStoreClient>(opts.master_addr, opts.master_port, opts.job_token, to_ms(opts.timeout_s));
   } catch (const std::exception& e) {
     const bool about_token = std::string(e.what()).find("job token") != std::string::npos;
-    throw std::runtime_error("rank " + std::to_string(opts.rank) + " cannot join the rendezvous: " + e.what() +
-                             (opts.rank == 0 || about_token
-                                  ? ""
-                                  : " (is rank 0 running? check MASTER_ADDR, MASTER_PORT and firewalls)"));
+    throw std::runtime_error(
+        "rank " + std::to_string(opts.rank) + " cannot join the rendezvous: " + e.what() +
+        (opts.rank == 0 || about_token ? "" : " (is rank 0 running? check MASTER_ADDR, MASTER_PORT and firewalls)"));
   }
   return s;
 }
@@ -92,8 +91,8 @@ void start_up_checks(const RendezvousStores& stores, const DistOptions& o, const
     try {
       return store_string(store, k);
     } catch (const std::exception& e) {
-      throw std::runtime_error(me + " waited " + std::to_string(int(o.timeout_s)) + " s for " + who +
-                               " and gave up (" + e.what() + ")");
+      throw std::runtime_error(me + " waited " + std::to_string(int(o.timeout_s)) + " s for " + who + " and gave up (" +
+                               e.what() + ")");
     }
   };
   if (o.rank == 0) {
@@ -134,9 +133,9 @@ void start_up_checks(const RendezvousStores& stores, const DistOptions& o, const
     if (verdict != "ok") throw std::runtime_error("refusing to start: " + verdict);
     return;
   }
-  const FlatConfig theirs = parse_flat_lines(
-      get(kHelloKey, "rank 0's start-up message (is rank 0 running at " + o.master_addr + ":" +
-                         std::to_string(o.master_port) + "?)"));
+  const FlatConfig theirs =
+      parse_flat_lines(get(kHelloKey, "rank 0's start-up message (is rank 0 running at " + o.master_addr + ":" +
+                                          std::to_string(o.master_port) + "?)"));
   const FlatConfig my_prints = keyed_fingerprints(mine, o.job_token);
   FlatConfig differing;  // my values of the keys that differ, "(absent)" for the ones I lack
   for (const auto& [k, v] : my_prints) {
@@ -147,7 +146,8 @@ void start_up_checks(const RendezvousStores& stores, const DistOptions& o, const
     if (my_prints.count(k) == 0) differing[k] = "(absent)";
   put(store, check_key(o.rank), differing.empty() ? "ok" : flat_lines(differing));
   const std::string verdict = get(kVerdictKey, "rank 0's verdict on the start-up checks");
-  if (verdict != "ok") throw std::runtime_error((differing.empty() ? "rank 0 refused to start: " : "refusing to start: ") + verdict);
+  if (verdict != "ok")
+    throw std::runtime_error((differing.empty() ? "rank 0 refused to start: " : "refusing to start: ") + verdict);
 }
 
 std::string gloo_proof_nonce(c10d::Store& store) { return store_string(store, kNonceKey); }

@@ -44,10 +44,14 @@ enum class Kind { AllReduce, AllGather, Broadcast, Barrier };
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::AllReduce: return "all_reduce";
-    case Kind::AllGather: return "all_gather";
-    case Kind::Broadcast: return "broadcast";
-    case Kind::Barrier: return "barrier";
+    case Kind::AllReduce:
+      return "all_reduce";
+    case Kind::AllGather:
+      return "all_gather";
+    case Kind::Broadcast:
+      return "broadcast";
+    case Kind::Barrier:
+      return "barrier";
   }
   return "?";
 }
@@ -100,11 +104,11 @@ constexpr int64_t kParallelReduceMin = int64_t(1) << 16;
 
 // Outcome of one generation, shared by all its ranks.
 struct Result {
-  std::string error;         // non-empty: every rank throws
+  std::string error;  // non-empty: every rank throws
   bool invalid_argument = false;
   double completion = 0;
-  at::Tensor value;                 // all_reduce (general path) / broadcast, flat
-  std::shared_ptr<ReduceJob> job;   // all_reduce written in place; slices left for the ranks
+  at::Tensor value;                  // all_reduce (general path) / broadcast, flat
+  std::shared_ptr<ReduceJob> job;    // all_reduce written in place; slices left for the ranks
   std::vector<at::Tensor> gathered;  // all_gather, flat, rank order
 };
 
@@ -256,9 +260,8 @@ class GroupState {
       const Slot& s = slots_[static_cast<size_t>(r)];
       if (s.kind != s0.kind) {
         std::ostringstream msg;
-        msg << "collective mismatch: rank 0 called " << kind_name(s0.kind) << " but rank " << r
-            << " called " << kind_name(s.kind)
-            << "; every rank must make the same calls in the same order";
+        msg << "collective mismatch: rank 0 called " << kind_name(s0.kind) << " but rank " << r << " called "
+            << kind_name(s.kind) << "; every rank must make the same calls in the same order";
         throw std::invalid_argument(msg.str());
       }
       latest = std::max(latest, s.arrival);
@@ -271,19 +274,16 @@ class GroupState {
         const at::Tensor& a = *s0.tensor;
         const at::Tensor& b = *s.tensor;
         if (a.numel() != b.numel() || a.scalar_type() != b.scalar_type()) {
-          throw std::invalid_argument(std::string(name) + " mismatch: rank 0 passed " +
-                                      describe(a) + " but rank " + std::to_string(r) +
-                                      " passed " + describe(b));
+          throw std::invalid_argument(std::string(name) + " mismatch: rank 0 passed " + describe(a) + " but rank " +
+                                      std::to_string(r) + " passed " + describe(b));
         }
         if (s0.kind == Kind::AllReduce && s.reduce != s0.reduce) {
-          throw std::invalid_argument("all_reduce mismatch: rank 0 and rank " +
-                                      std::to_string(r) + " asked for different reduce ops");
+          throw std::invalid_argument("all_reduce mismatch: rank 0 and rank " + std::to_string(r) +
+                                      " asked for different reduce ops");
         }
         if (s0.kind == Kind::Broadcast && s.root != s0.root) {
-          throw std::invalid_argument("broadcast mismatch: rank 0 named root " +
-                                      std::to_string(s0.root) + " but rank " +
-                                      std::to_string(r) + " named root " +
-                                      std::to_string(s.root));
+          throw std::invalid_argument("broadcast mismatch: rank 0 named root " + std::to_string(s0.root) +
+                                      " but rank " + std::to_string(r) + " named root " + std::to_string(s.root));
         }
       }
     }
@@ -323,10 +323,8 @@ class GroupState {
         for (int64_t r = 1; r < n_; ++r) {
           const at::Tensor& b = *slots_[static_cast<size_t>(r)].tensor;
           if (b.scalar_type() != s0.tensor->scalar_type()) {
-            throw std::invalid_argument("all_gather mismatch: rank 0 passed " +
-                                        describe(*s0.tensor) + " but rank " +
-                                        std::to_string(r) + " passed " + describe(b) +
-                                        "; dtypes must match");
+            throw std::invalid_argument("all_gather mismatch: rank 0 passed " + describe(*s0.tensor) + " but rank " +
+                                        std::to_string(r) + " passed " + describe(b) + "; dtypes must match");
           }
         }
         std::vector<int64_t> sizes;
@@ -375,13 +373,11 @@ class GroupState {
 
 class InProcessCommunicator final : public Communicator {
  public:
-  InProcessCommunicator(int64_t rank, int64_t size, CollectiveAlgo algo,
-                        std::shared_ptr<GroupState> state)
+  InProcessCommunicator(int64_t rank, int64_t size, CollectiveAlgo algo, std::shared_ptr<GroupState> state)
       : Communicator(rank, size, algo), state_(std::move(state)) {}
 
  protected:
-  double do_all_reduce(at::Tensor& t, ReduceOp op, double arrival,
-                       double network_seconds) override {
+  double do_all_reduce(at::Tensor& t, ReduceOp op, double arrival, double network_seconds) override {
     Slot s;
     s.kind = Kind::AllReduce;
     s.reduce = op;
@@ -398,8 +394,7 @@ class InProcessCommunicator final : public Communicator {
   }
 
   double do_all_gather(const at::Tensor& in, std::vector<at::Tensor>& out, double arrival,
-                       const std::function<double(const std::vector<int64_t>&)>&
-                           network_seconds_for_sizes) override {
+                       const std::function<double(const std::vector<int64_t>&)>& network_seconds_for_sizes) override {
     Slot s;
     s.kind = Kind::AllGather;
     s.tensor = &in;
@@ -414,8 +409,7 @@ class InProcessCommunicator final : public Communicator {
     return res->completion;
   }
 
-  double do_broadcast(at::Tensor& t, int64_t root, double arrival,
-                      double network_seconds) override {
+  double do_broadcast(at::Tensor& t, int64_t root, double arrival, double network_seconds) override {
     Slot s;
     s.kind = Kind::Broadcast;
     s.root = root;
@@ -435,9 +429,8 @@ class InProcessCommunicator final : public Communicator {
     return state_->collective(rank(), s)->completion;
   }
 
-  double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs,
-                     const std::vector<int64_t>& peers, double arrival,
-                     double network_seconds) override {
+  double do_exchange(const at::Tensor& send, std::vector<at::Tensor>& recvs, const std::vector<int64_t>& peers,
+                     double arrival, double network_seconds) override {
     // Post to everyone first (mailboxes are buffered), then take: whatever
     // order the peers call in, nobody waits on a post that comes later.
     for (int64_t peer : peers) state_->post(rank(), peer, Message{true, send.clone(), arrival});
@@ -451,8 +444,7 @@ class InProcessCommunicator final : public Communicator {
     return latest + network_seconds;
   }
 
-  double do_send(const at::Tensor& t, int64_t dst, double arrival,
-                 double network_seconds) override {
+  double do_send(const at::Tensor& t, int64_t dst, double arrival, double network_seconds) override {
     // Buffered: the sender never waits for the receiver.
     state_->post(rank(), dst, Message{false, t.clone(), arrival});
     return arrival + network_seconds;
@@ -466,19 +458,16 @@ class InProcessCommunicator final : public Communicator {
   }
 
  private:
-  void check_message(const Message& m, bool want_exchange, const at::Tensor& into,
-                     int64_t peer) const {
+  void check_message(const Message& m, bool want_exchange, const at::Tensor& into, int64_t peer) const {
     std::ostringstream msg;
     if (m.from_exchange != want_exchange) {
-      msg << "point-to-point mismatch: rank " << rank() << " called "
-          << (want_exchange ? "exchange" : "recv") << " with rank " << peer << " but rank "
-          << peer << " called " << p2p_name(m.from_exchange);
+      msg << "point-to-point mismatch: rank " << rank() << " called " << (want_exchange ? "exchange" : "recv")
+          << " with rank " << peer << " but rank " << peer << " called " << p2p_name(m.from_exchange);
       throw std::invalid_argument(msg.str());
     }
     if (m.data.sizes() != into.sizes() || m.data.scalar_type() != into.scalar_type()) {
-      msg << (want_exchange ? "exchange" : "recv") << " mismatch: rank " << peer << " sent "
-          << m.data.sizes() << " " << m.data.scalar_type() << " but rank " << rank()
-          << " expects " << into.sizes() << " " << into.scalar_type();
+      msg << (want_exchange ? "exchange" : "recv") << " mismatch: rank " << peer << " sent " << m.data.sizes() << " "
+          << m.data.scalar_type() << " but rank " << rank() << " expects " << into.sizes() << " " << into.scalar_type();
       throw std::invalid_argument(msg.str());
     }
   }
@@ -494,8 +483,7 @@ struct InProcessGroup::Shared : GroupState {
 
 InProcessGroup::InProcessGroup(int64_t n, CollectiveAlgo algo) {
   if (n < 1) {
-    throw std::invalid_argument("InProcessGroup: need at least 1 rank, got " +
-                                std::to_string(n));
+    throw std::invalid_argument("InProcessGroup: need at least 1 rank, got " + std::to_string(n));
   }
   shared_ = std::make_shared<Shared>(n);
   comms_.reserve(static_cast<size_t>(n));
@@ -513,9 +501,8 @@ int64_t InProcessGroup::size() const { return shared_->size(); }
 
 Communicator& InProcessGroup::rank(int64_t r) {
   if (r < 0 || r >= size()) {
-    throw std::invalid_argument("InProcessGroup::rank: rank " + std::to_string(r) +
-                                " is out of range (valid: 0.." + std::to_string(size() - 1) +
-                                ")");
+    throw std::invalid_argument("InProcessGroup::rank: rank " + std::to_string(r) + " is out of range (valid: 0.." +
+                                std::to_string(size() - 1) + ")");
   }
   return *comms_[static_cast<size_t>(r)];
 }

@@ -34,8 +34,8 @@ void write_new_job_token(const std::string& path) {
                                                 "another name)"
                                               : ""));
   const std::string text = new_job_token_text();
-  const bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size()) &&
-                  ::fsync(fd) == 0;
+  const bool ok =
+      ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
   const int err = errno;
   ::close(fd);
   if (!ok) {
@@ -49,8 +49,8 @@ Bytes parse_job_token(const std::string& text, const std::string& source) {
   const std::string allowed = std::to_string(2 * kJobTokenBytes) + " to " + std::to_string(2 * kMaxJobTokenBytes) +
                               " hex digits, as `atoll token new FILE` writes";
   if (hex.size() < 2 * kJobTokenBytes || hex.size() > 2 * kMaxJobTokenBytes)
-    throw std::invalid_argument(source + " holds " + std::to_string(hex.size()) +
-                                " characters; a job token is " + allowed);
+    throw std::invalid_argument(source + " holds " + std::to_string(hex.size()) + " characters; a job token is " +
+                                allowed);
   try {
     return from_hex(hex);
   } catch (const std::invalid_argument& e) {

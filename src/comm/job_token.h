@@ -13,8 +13,8 @@
 
 namespace atl {
 
-constexpr size_t kJobTokenBytes = 32;          // what `atoll token new` makes (256 bits)
-constexpr size_t kMaxJobTokenBytes = 1024;     // a longer "token" is a wrong file
+constexpr size_t kJobTokenBytes = 32;       // what `atoll token new` makes (256 bits)
+constexpr size_t kMaxJobTokenBytes = 1024;  // a longer "token" is a wrong file
 
 // A fresh token's text: kJobTokenBytes random bytes as hex, and a newline.
 std::string new_job_token_text();

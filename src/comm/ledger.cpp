@@ -49,7 +49,8 @@ void Ledger::visit_state(StateVisitor& v) {
   }
   v.integers("steps", steps);
   v.integers("ops", ops);
-  at::Tensor columns = v.loading() ? at::Tensor() : at::from_blob(numbers.data(), {int64_t(numbers.size())}, at::kDouble);
+  at::Tensor columns =
+      v.loading() ? at::Tensor() : at::from_blob(numbers.data(), {int64_t(numbers.size())}, at::kDouble);
   v.tensor("numbers", columns);
   v.text("tags", tags);
   v.real("sent_mark", sent_mark_);

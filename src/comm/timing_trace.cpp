@@ -15,7 +15,7 @@ constexpr char kMagic[8] = {'A', 'T', 'L', 'T', 'I', 'M', 'E', '1'};
 constexpr uint64_t kMaxList = uint64_t(1) << 24;
 constexpr uint64_t kMaxRepeats = uint64_t(1) << 40;  // also bounds the steps of the whole trace
 constexpr uint64_t kMaxRank = uint64_t(1) << 20;
-constexpr uint64_t kMaxValue = uint64_t(1) << 48;    // element counts, wait distances
+constexpr uint64_t kMaxValue = uint64_t(1) << 48;  // element counts, wait distances
 
 void put_varint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
@@ -85,16 +85,22 @@ class Cursor {
 
 // A field read back must be in its range: a corrupt value is refused, never cut down.
 uint64_t bounded(const Cursor& in, uint64_t v, uint64_t limit, const char* what) {
-  if (v > limit) in.fail(std::string(what) + " " + std::to_string(v) + " is implausible (at most " + std::to_string(limit) + ")");
+  if (v > limit)
+    in.fail(std::string(what) + " " + std::to_string(v) + " is implausible (at most " + std::to_string(limit) + ")");
   return v;
 }
 
 void encode_record(std::string& out, const TraceRecord& r) {
   out.push_back(static_cast<char>(r.kind));
   switch (r.kind) {
-    case TraceRecord::Kind::Step: break;
-    case TraceRecord::Kind::Compute: put_f64(out, r.seconds); break;
-    case TraceRecord::Kind::Wait: put_varint(out, uint64_t(r.waits_back)); break;
+    case TraceRecord::Kind::Step:
+      break;
+    case TraceRecord::Kind::Compute:
+      put_f64(out, r.seconds);
+      break;
+    case TraceRecord::Kind::Wait:
+      put_varint(out, uint64_t(r.waits_back));
+      break;
     case TraceRecord::Kind::Call:
       out.push_back(static_cast<char>(r.call.op));
       out.push_back(static_cast<char>(r.call.channel));
@@ -113,7 +119,9 @@ TraceRecord decode_record(Cursor& in) {
   TraceRecord r;
   const uint8_t kind = in.byte("a record kind");
   switch (kind) {
-    case 'S': r.kind = TraceRecord::Kind::Step; break;
+    case 'S':
+      r.kind = TraceRecord::Kind::Step;
+      break;
     case 'C':
       r.kind = TraceRecord::Kind::Compute;
       r.seconds = in.f64("a compute time");
@@ -131,13 +139,13 @@ TraceRecord decode_record(Cursor& in) {
       r.call.channel = in.byte("a call's channel");
       if (r.call.channel > 1) in.fail("call channel " + std::to_string(r.call.channel) + " (0 or 1 allowed)");
       r.call.bytes = in.f64("a call's bytes");
-      if (!(r.call.bytes >= 0) || !std::isfinite(r.call.bytes)) in.fail("a call's byte count is negative or not finite");
+      if (!(r.call.bytes >= 0) || !std::isfinite(r.call.bytes))
+        in.fail("a call's byte count is negative or not finite");
       r.call.rank = int64_t(bounded(in, in.varint("a call's rank"), kMaxRank, "a call's rank"));
       const uint64_t n = in.varint("a call's list length");
       // Each entry takes at least a byte: a longer list cannot be there, and
       // is refused before the reserve below allocates room for it.
-      if (n > kMaxList || n > in.left())
-        in.fail("a call's list of " + std::to_string(n) + " entries is implausible");
+      if (n > kMaxList || n > in.left()) in.fail("a call's list of " + std::to_string(n) + " entries is implausible");
       r.call.list.reserve(size_t(n));
       for (uint64_t i = 0; i < n; ++i)
         r.call.list.push_back(int64_t(bounded(in, in.varint("a call's list"), kMaxValue, "a call's list entry")));
@@ -146,7 +154,8 @@ TraceRecord decode_record(Cursor& in) {
       r.call.tag = in.bytes(tag, "a call's tag");
       break;
     }
-    default: in.fail("unknown record kind " + std::to_string(kind));
+    default:
+      in.fail("unknown record kind " + std::to_string(kind));
   }
   return r;
 }
@@ -181,7 +190,8 @@ void TimingTrace::compute(double seconds) {
 
 int64_t TimingTrace::call(const TracedCall& c) {
   // The reader's limit: a longer tag would make a trace its own run cannot read back.
-  if (c.tag.size() > 256) throw std::logic_error("timing trace: tag '" + c.tag.substr(0, 40) + "...' is over 256 bytes");
+  if (c.tag.size() > 256)
+    throw std::logic_error("timing trace: tag '" + c.tag.substr(0, 40) + "...' is over 256 bytes");
   TraceRecord r;
   r.kind = TraceRecord::Kind::Call;
   r.call = c;
@@ -253,7 +263,8 @@ TimingTrace TimingTrace::decode(const std::string& bytes, const std::string& whe
   uint64_t total = 0;
   for (uint64_t i = 0; i < count; ++i) {
     const uint64_t repeats = in.varint("a block's repeat count");
-    if (repeats < 1 || repeats > kMaxRepeats) in.fail("a block's repeat count " + std::to_string(repeats) + " is out of range");
+    if (repeats < 1 || repeats > kMaxRepeats)
+      in.fail("a block's repeat count " + std::to_string(repeats) + " is out of range");
     total += repeats;
     if (total > kMaxRepeats) in.fail("the blocks repeat more than " + std::to_string(kMaxRepeats) + " times in all");
     Block b;

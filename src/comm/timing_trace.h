@@ -61,9 +61,9 @@ struct TracedCall {
 struct TraceRecord {
   enum class Kind : uint8_t { Step = 'S', Compute = 'C', Call = 'O', Wait = 'W' };
   Kind kind = Kind::Step;
-  double seconds = 0;     // Compute
-  TracedCall call;        // Call
-  int64_t waits_back = 0; // Wait: 0 = the latest async call, 1 = the one before, ...
+  double seconds = 0;      // Compute
+  TracedCall call;         // Call
+  int64_t waits_back = 0;  // Wait: 0 = the latest async call, 1 = the one before, ...
 };
 
 // A malformed or truncated trace file.
@@ -83,8 +83,8 @@ class TimingTrace {
 
   // Reading: every record in order (repeats expanded lazily).
   void for_each(const std::function<void(const TraceRecord&)>& fn) const;
-  int64_t steps() const;          // 'S' records
-  size_t stored_bytes() const;    // the encoded size
+  int64_t steps() const;        // 'S' records
+  size_t stored_bytes() const;  // the encoded size
 
   std::string encode(int64_t rank) const;
   // Throws TraceError naming `where` and what is wrong.

@@ -22,8 +22,7 @@ namespace {
 at::Tensor checked_payload(const at::Tensor& x, const std::string& codec) {
   if (!x.defined()) throw std::invalid_argument("codec " + codec + ": undefined payload");
   if (x.dim() != 1)
-    throw std::invalid_argument("codec " + codec + ": payload must be 1-D, got " + std::to_string(x.dim()) +
-                                "-D");
+    throw std::invalid_argument("codec " + codec + ": payload must be 1-D, got " + std::to_string(x.dim()) + "-D");
   if (x.scalar_type() != at::kFloat && x.scalar_type() != at::kDouble)
     throw std::invalid_argument("codec " + codec + ": payload must be float32 or float64, got " +
                                 std::string(c10::toString(x.scalar_type())));
@@ -99,8 +98,8 @@ ATOLL_VECTOR_CLONES float block_abs_max(const float* in, int64_t len) {
 ATOLL_VECTOR_CLONES void grid_block_float(const float* in, float* out, int64_t len, const double* edge,
                                           const double* value) {
   const double e0 = edge[0], e1 = edge[1], e2 = edge[2], e3 = edge[3], e4 = edge[4], e5 = edge[5], e6 = edge[6];
-  const double v1 = value[1], v2 = value[2], v3 = value[3], v4 = value[4], v5 = value[5], v6 = value[6],
-               v7 = value[7], top = value[8];
+  const double v1 = value[1], v2 = value[2], v3 = value[3], v4 = value[4], v5 = value[5], v6 = value[6], v7 = value[7],
+               top = value[8];
   for (int64_t i = 0; i < len; ++i) {
     const double a = std::fabs(double(in[i])) * top;
     double v = a > e0 ? v1 : 0.0;
@@ -158,8 +157,7 @@ ATOLL_VECTOR_CLONES void int8_block_float(const float* in, float* out, int64_t l
 class BlockCodec : public Codec {
  public:
   // grid == nullptr: int8.
-  BlockCodec(std::string name, const Grid* grid, int64_t block)
-      : name_(std::move(name)), grid_(grid), block_(block) {}
+  BlockCodec(std::string name, const Grid* grid, int64_t block) : name_(std::move(name)), grid_(grid), block_(block) {}
 
   Encoded round_trip(const at::Tensor& x) override {
     const at::Tensor c = checked_payload(x, name_);
@@ -240,7 +238,7 @@ class BlockCodec : public Codec {
       const double a = std::abs(double(in[i])) * g.top;
       size_t code = 0;
       for (size_t c = 0; c < 7; ++c) code += a > edge[c];
-      if (code < 7 && a == edge[code]) code += code & 1;  // tie between code and code + 1: the even one
+      if (code < 7 && a == edge[code]) code += code & 1;            // tie between code and code + 1: the even one
       out[i] = in[i] < 0 && code > 0 ? -value[code] : value[code];  // zero is +0
     }
   }
@@ -266,7 +264,7 @@ class TopKCodec : public Codec {
     const at::Tensor c = checked_payload(x, "topk");
     const int64_t n = c.numel();
     at::Tensor d = at::empty_like(c);  // every entry is written: kept values or +0
-    int64_t kept = 0;  // (fp32 value, index) pairs in the message
+    int64_t kept = 0;                  // (fp32 value, index) pairs in the message
     AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "topk_codec", [&] {
       const scalar_t* in = c.data_ptr<scalar_t>();
       scalar_t* out = d.data_ptr<scalar_t>();
@@ -308,8 +306,8 @@ class TopKCodec : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block, double topk_density,
-                                  int64_t index_bytes, std::vector<int64_t> topk_segments) {
+std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block, double topk_density, int64_t index_bytes,
+                                  std::vector<int64_t> topk_segments) {
   if (block < 1) throw std::invalid_argument("codec block must be >= 1, got " + std::to_string(block));
   if (!(topk_density > 0 && topk_density <= 1))
     throw std::invalid_argument("codec top-k density must be in (0, 1], got " + std::to_string(topk_density));

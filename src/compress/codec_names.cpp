@@ -53,14 +53,10 @@ const std::vector<CodecInfo>& codec_table() {
   // One line per codec; make_codec() (codec.cpp) builds each.
   static const std::vector<CodecInfo> table = {
       // name       shorthand for  sparse uncompressed encoded bytes
-      {"fp32",     nullptr,       false, true,        fp32_bytes},
-      {"fp16",     nullptr,       false, false,       half_bytes},
-      {"bf16",     nullptr,       false, false,       half_bytes},
-      {"int8",     nullptr,       false, false,       int8_bytes},
-      {"fp4",      "fp4-e3m0",    false, false,       fp4_bytes},
-      {"fp4-e3m0", nullptr,       false, false,       fp4_bytes},
-      {"fp4-e2m1", nullptr,       false, false,       fp4_bytes},
-      {"topk",     nullptr,       true,  false,       topk_bytes},
+      {"fp32", nullptr, false, true, fp32_bytes},     {"fp16", nullptr, false, false, half_bytes},
+      {"bf16", nullptr, false, false, half_bytes},    {"int8", nullptr, false, false, int8_bytes},
+      {"fp4", "fp4-e3m0", false, false, fp4_bytes},   {"fp4-e3m0", nullptr, false, false, fp4_bytes},
+      {"fp4-e2m1", nullptr, false, false, fp4_bytes}, {"topk", nullptr, true, false, topk_bytes},
   };
   return table;
 }

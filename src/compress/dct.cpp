@@ -66,8 +66,8 @@ ATOLL_VECTOR_CLONES uint64_t max_key(const uint64_t* key, int64_t len) {
 
 int64_t dct_block_side(int64_t size, int64_t chunk) {
   if (size < 1 || chunk < 1)
-    throw std::invalid_argument("dct_block_side needs size >= 1 and chunk >= 1, got " + std::to_string(size) +
-                                ", " + std::to_string(chunk));
+    throw std::invalid_argument("dct_block_side needs size >= 1 and chunk >= 1, got " + std::to_string(size) + ", " +
+                                std::to_string(chunk));
   for (int64_t d = std::min(size, chunk); d > 1; --d)
     if (size % d == 0) return d;
   return 1;
@@ -79,8 +79,7 @@ at::Tensor dct_matrix(int64_t n, at::ScalarType dtype) {
   double* p = m.data_ptr<double>();
   for (int64_t k = 0; k < n; ++k) {
     const double s = std::sqrt((k == 0 ? 1.0 : 2.0) / double(n));
-    for (int64_t j = 0; j < n; ++j)
-      p[k * n + j] = s * std::cos(M_PI * double(2 * j + 1) * double(k) / double(2 * n));
+    for (int64_t j = 0; j < n; ++j) p[k * n + j] = s * std::cos(M_PI * double(2 * j + 1) * double(k) / double(2 * n));
   }
   return m.to(dtype);
 }
@@ -120,8 +119,7 @@ CoefficientLayout BlockDct::row_layout() const {
 at::Tensor BlockDct::encode_rows(const at::Tensor& x) const {
   check_float(x, "BlockDct::encode input");
   if (x.sizes() != at::IntArrayRef(shape_))
-    throw std::invalid_argument("BlockDct planned for " + shape_str(shape_) + ", got " +
-                                shape_str(x.sizes()));
+    throw std::invalid_argument("BlockDct planned for " + shape_str(shape_) + ", got " + shape_str(x.sizes()));
   const at::Tensor& d1 = matrix(n1_, x.scalar_type());
   if (!two_d_) {
     // Rows of (a / n1, n1) are blocks: c = D1 x for each, i.e. X D1^T.
@@ -181,8 +179,7 @@ at::Tensor BlockDct::decode(const at::Tensor& coeffs) const {
   check_float(coeffs, "BlockDct::decode input");
   if (coeffs.dim() != 2 || coeffs.size(0) != blocks() || coeffs.size(1) != block_size())
     throw std::invalid_argument("BlockDct::decode expects (" + std::to_string(blocks()) + ", " +
-                                std::to_string(block_size()) + ") coefficients, got " +
-                                shape_str(coeffs.sizes()));
+                                std::to_string(block_size()) + ") coefficients, got " + shape_str(coeffs.sizes()));
   if (!two_d_) return decode_rows(coeffs);
   // One copy from block order into the tensor's layout.
   return decode_rows(
@@ -192,15 +189,13 @@ at::Tensor BlockDct::decode(const at::Tensor& coeffs) const {
 BlockTopK block_topk(const at::Tensor& coeffs, int64_t k) {
   check_float(coeffs, "block_topk input");
   if (coeffs.dim() != 2) throw std::invalid_argument("block_topk expects (blocks, block_size) coefficients");
-  return block_topk(coeffs.contiguous(), CoefficientLayout{1, 1, coeffs.size(1)}, coeffs.size(0),
-                    coeffs.size(1), k);
+  return block_topk(coeffs.contiguous(), CoefficientLayout{1, 1, coeffs.size(1)}, coeffs.size(0), coeffs.size(1), k);
 }
 
-BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, int64_t blocks,
-                     int64_t block_size, int64_t k) {
+BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, int64_t blocks, int64_t block_size,
+                     int64_t k) {
   check_float(coeffs, "block_topk input");
-  if (!coeffs.is_contiguous() || coeffs.numel() != blocks * block_size ||
-      layout.n1 * layout.n2 != block_size)
+  if (!coeffs.is_contiguous() || coeffs.numel() != blocks * block_size || layout.n1 * layout.n2 != block_size)
     throw std::invalid_argument("block_topk expects contiguous coefficients of " + std::to_string(blocks) +
                                 " blocks of " + std::to_string(block_size) + ", got " + shape_str(coeffs.sizes()));
   if (k < 1) throw std::invalid_argument("block_topk needs k >= 1, got " + std::to_string(k));
@@ -262,12 +257,11 @@ BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, 
 
 at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, int64_t blocks, int64_t block_size) {
   if (block_size < 1) throw std::invalid_argument("scatter_mean needs blocks >= 0 and block_size >= 1");
-  return scatter_mean(from_workers, CoefficientLayout{1, 1, block_size}, blocks, block_size)
-      .view({blocks, block_size});
+  return scatter_mean(from_workers, CoefficientLayout{1, 1, block_size}, blocks, block_size).view({blocks, block_size});
 }
 
-at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, const CoefficientLayout& layout,
-                        int64_t blocks, int64_t block_size) {
+at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, const CoefficientLayout& layout, int64_t blocks,
+                        int64_t block_size) {
   if (blocks < 0 || block_size < 1 || layout.n1 * layout.n2 != block_size)
     throw std::invalid_argument("scatter_mean needs blocks >= 0 and block_size >= 1");
   const at::ScalarType dtype = from_workers.empty() ? at::kFloat : from_workers[0].value.scalar_type();
@@ -277,8 +271,7 @@ at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, const Coeffi
     check_float(s.value, "scatter_mean values");
     if (!s.index.defined() || s.index.scalar_type() != at::kLong || !s.index.device().is_cpu())
       throw std::invalid_argument("scatter_mean indices must be int64 CPU tensors");
-    if (s.value.scalar_type() != dtype)
-      throw std::invalid_argument("scatter_mean: workers' values differ in dtype");
+    if (s.value.scalar_type() != dtype) throw std::invalid_argument("scatter_mean: workers' values differ in dtype");
     if (s.index.dim() != 2 || s.index.sizes() != s.value.sizes() || s.index.size(0) != blocks)
       throw std::invalid_argument("scatter_mean: worker " + std::to_string(w) + " sent index " +
                                   shape_str(s.index.sizes()) + " and value " + shape_str(s.value.sizes()) +
@@ -300,8 +293,8 @@ at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, const Coeffi
         for (int64_t j = 0; j < k; ++j) {
           const int64_t i = ip[j];
           if (i < 0 || i >= block_size)
-            throw std::out_of_range("scatter_mean: worker " + std::to_string(w) + " sent index " +
-                                    std::to_string(i) + " outside a block of " + std::to_string(block_size));
+            throw std::out_of_range("scatter_mean: worker " + std::to_string(w) + " sent index " + std::to_string(i) +
+                                    " outside a block of " + std::to_string(block_size));
           out[layout.offset(r, i)] += vp[j];
           senders[size_t(i)] += 1;
         }

@@ -67,9 +67,7 @@ class BlockDct {
   // FLOPs of one encode or decode: every entry takes part in a length-n1
   // transform along rows (and a length-n2 one along columns for a 2-D plan),
   // each a multiply-add per coefficient (the modelled clock charges these).
-  double transform_flops() const {
-    return 2.0 * double(rows_ * cols_) * double(n1_ + (two_d_ ? n2_ : 0));
-  }
+  double transform_flops() const { return 2.0 * double(rows_ * cols_) * double(n1_ + (two_d_ ? n2_ : 0)); }
   // {n1} for a 1-D plan, {n1, n2} for a 2-D one.
   std::vector<int64_t> block_shape() const;
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -97,8 +95,8 @@ struct BlockTopK {
 };
 BlockTopK block_topk(const at::Tensor& coeffs, int64_t k);
 // The same from coefficients in `layout` (coeffs: contiguous, numel blocks * block_size).
-BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, int64_t blocks,
-                     int64_t block_size, int64_t k);
+BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, int64_t blocks, int64_t block_size,
+                     int64_t k);
 
 // Every worker's (index, value) scattered into (blocks, block_size), per
 // coefficient the MEAN over the workers that sent it (the reference's
@@ -108,8 +106,8 @@ BlockTopK block_topk(const at::Tensor& coeffs, const CoefficientLayout& layout, 
 // one worker's row counts as two senders.
 at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, int64_t blocks, int64_t block_size);
 // The same written in `layout`: a 1-D tensor of blocks * block_size entries.
-at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, const CoefficientLayout& layout,
-                        int64_t blocks, int64_t block_size);
+at::Tensor scatter_mean(const std::vector<BlockTopK>& from_workers, const CoefficientLayout& layout, int64_t blocks,
+                        int64_t block_size);
 
 // Bytes of the smallest integer type holding every index of a block:
 // 2 (int16) up to 32768 entries, 4 (int32) up to 2^31, else 8.

@@ -118,7 +118,7 @@ void keep_largest_impl(const T* in, T* out, int64_t n, int64_t k, std::vector<U>
   Histogram hist;
   top_digit_histogram(in, n, shift, hist);
   Crossing c = find_crossing(hist, k);
-  int64_t greater = c.above;  // keys known to be larger than the k-th
+  int64_t greater = c.above;   // keys known to be larger than the k-th
   int64_t rank = k - c.above;  // its rank among the candidates, from the top
   bool maybe_nan = false;      // NaN keys share the top buckets with infinity
   for (size_t b = size_t(kInf >> shift); b < kBuckets; ++b) maybe_nan |= hist[b] > 0;

@@ -62,9 +62,9 @@ class PayloadCodec {
  private:
   std::string name_;
   bool sparse_ = false;
-  bool requantize_ = false;                      // codec.requantize_result, for a quantizing codec
-  std::unique_ptr<Codec> codec_;                 // null for fp32 (and topk with error feedback)
-  std::unique_ptr<ErrorFeedback> feedback_;      // topk with codec.error_feedback
+  bool requantize_ = false;                  // codec.requantize_result, for a quantizing codec
+  std::unique_ptr<Codec> codec_;             // null for fp32 (and topk with error feedback)
+  std::unique_ptr<ErrorFeedback> feedback_;  // topk with codec.error_feedback
 };
 
 // x <- mean over workers of every worker's decoded x (blocking), re-quantized

@@ -5,8 +5,8 @@
 
 #include <toml++/toml.h>
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -92,8 +92,7 @@ bool assign_text(FieldRef& f, const std::string& text, std::string& why) {
 
 }  // namespace
 
-void apply_toml(Config& cfg, const std::string& text, const std::string& source,
-                std::vector<std::string>& errors) {
+void apply_toml(Config& cfg, const std::string& text, const std::string& source, std::vector<std::string>& errors) {
   toml::table table;
   try {
     table = toml::parse(text, source);
@@ -141,8 +140,7 @@ void apply_toml(Config& cfg, const std::string& text, const std::string& source,
   }
 }
 
-void apply_overrides(Config& cfg, const std::vector<std::string>& overrides,
-                     std::vector<std::string>& errors) {
+void apply_overrides(Config& cfg, const std::vector<std::string>& overrides, std::vector<std::string>& errors) {
   std::map<std::string, FieldRef> by_name;
   visit_fields(cfg, [&](FieldRef& f) { by_name.emplace(f.name, f); });
   for (const std::string& o : overrides) {
@@ -158,16 +156,14 @@ void apply_overrides(Config& cfg, const std::vector<std::string>& overrides,
       continue;
     }
     std::string why;
-    if (!assign_text(it->second, value, why))
-      errors.push_back(key + "=" + value + ": " + why);
+    if (!assign_text(it->second, value, why)) errors.push_back(key + "=" + value + ": " + why);
   }
 }
 
 void throw_if_errors(const std::vector<std::string>& errors) {
   if (errors.empty()) return;
-  std::string msg = errors.size() == 1 ? "invalid configuration:" : "invalid configuration (" +
-                                                                        std::to_string(errors.size()) +
-                                                                        " problems):";
+  std::string msg = errors.size() == 1 ? "invalid configuration:"
+                                       : "invalid configuration (" + std::to_string(errors.size()) + " problems):";
   for (const auto& e : errors) msg += "\n  - " + e;
   throw ConfigError(msg);
 }

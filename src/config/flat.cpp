@@ -42,10 +42,14 @@ FlatConfig flatten(const Config& cfg) {
   Config copy = cfg;  // visit_fields hands out writable field pointers; we only read them
   FlatConfig out;
   visit_fields(copy, [&](FieldRef& f) {
-    if (f.i) out[f.name] = std::to_string(*f.i);
-    else if (f.d) out[f.name] = shortest_double(*f.d);
-    else if (f.b) out[f.name] = *f.b ? "true" : "false";
-    else out[f.name] = '"' + *f.s + '"';
+    if (f.i)
+      out[f.name] = std::to_string(*f.i);
+    else if (f.d)
+      out[f.name] = shortest_double(*f.d);
+    else if (f.b)
+      out[f.name] = *f.b ? "true" : "false";
+    else
+      out[f.name] = '"' + *f.s + '"';
   });
   return out;
 }
@@ -117,7 +121,7 @@ std::vector<ConfigChange> config_changes(const FlatConfig& a, const FlatConfig& 
 }
 
 std::string describe_difference(const FlatConfig& a, const FlatConfig& b, const std::string& a_label,
-                                 const std::string& b_label) {
+                                const std::string& b_label) {
   const std::vector<ConfigChange> changes = config_changes(a, b);
   std::string out;
   for (size_t i = 0; i < changes.size() && i < 4; ++i)

@@ -4,8 +4,8 @@
 #include "config/checks.h"
 #include "config/validate.h"
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -39,27 +39,29 @@ bool plain_path_text(const std::string& s) {
 void validate_training(const Config& c, std::vector<std::string>& e) {
   Problems p(e);
   p.need(!c.run.name.empty() && c.run.name.find('/') == std::string::npos && c.run.name != "." &&
-           plain_path_text(c.run.name),
-       "run.name must be a non-empty folder name without '/', '..', NUL or control characters");
+             plain_path_text(c.run.name),
+         "run.name must be a non-empty folder name without '/', '..', NUL or control characters");
   p.need(!c.run.out_dir.empty() && plain_path_text(c.run.out_dir),
-       "run.out_dir must be a non-empty path without '..' components, NUL or control characters");
+         "run.out_dir must be a non-empty path without '..' components, NUL or control characters");
   p.need(c.run.threads >= 0, "run.threads must be >= 0 (0 = all cores)");
   p.need(c.run.checkpoint_every >= 0, "run.checkpoint_every must be >= 0 (0 = only when stopped early)");
   p.need(c.run.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1");
   p.need(c.run.stop_at >= 0 && c.run.stop_at < std::max<int64_t>(c.train.steps, 1),
-       "run.stop_at must be in [0, train.steps) (0 = run to the end)");
+         "run.stop_at must be in [0, train.steps) (0 = run to the end)");
   p.enum_check("run.resume", c.run.resume, {"false", "true", "auto"});
-  p.need(!(c.run.resume == "true" && c.run.overwrite), "run.resume and run.overwrite exclude each other: resume continues "
-                                          "the run folder, overwrite replaces it");
+  p.need(!(c.run.resume == "true" && c.run.overwrite),
+         "run.resume and run.overwrite exclude each other: resume continues "
+         "the run folder, overwrite replaces it");
   p.enum_check("data.dataset", c.data.dataset, {"brown", "text", "bin", "mnist", "npy"});
   p.enum_check("data.shard", c.data.shard, {"iid", "noniid"});
   p.need(c.data.vocab_size >= 0 && c.data.vocab_size <= 65536,
-       "data.vocab_size must be in [0, 65536] (uint16 token files)");
+         "data.vocab_size must be in [0, 65536] (uint16 token files)");
   p.need(c.data.dataset != "text" || !c.data.dir.empty(),
-       "data.dataset = 'text' needs data.dir: a folder made by `atoll prepare text FILE OUT` (or `atoll prepare brown ... --tokenizer byte`)");
+         "data.dataset = 'text' needs data.dir: a folder made by `atoll prepare text FILE OUT` (or `atoll prepare "
+         "brown ... --tokenizer byte`)");
   p.need(c.data.dataset != "npy" || !c.data.dir.empty(),
-       "data.dataset = 'npy' needs data.dir: a folder holding train_inputs.npy, train_targets.npy, val_inputs.npy "
-       "and val_targets.npy");
+         "data.dataset = 'npy' needs data.dir: a folder holding train_inputs.npy, train_targets.npy, val_inputs.npy "
+         "and val_targets.npy");
   p.enum_check("model.kind", c.model.kind, {"gpt", "mlp", "cnn", "torchscript"});
   const bool image_model = c.model.kind == "mlp" || c.model.kind == "cnn";
   const bool npy = c.data.dataset == "npy";
@@ -74,7 +76,7 @@ void validate_training(const Config& c, std::vector<std::string>& e) {
   p.need(c.model.n_layer >= 1, "model.n_layer must be >= 1");
   p.need(c.model.n_head >= 1, "model.n_head must be >= 1");
   p.need(c.model.n_embd >= 1 && c.model.n_head >= 1 && c.model.n_embd % c.model.n_head == 0,
-       "model.n_embd must be a positive multiple of model.n_head");
+         "model.n_embd must be a positive multiple of model.n_head");
   p.need(c.model.block_size >= 1, "model.block_size must be >= 1");
   p.need(c.model.dropout >= 0 && c.model.dropout < 1, "model.dropout must be in [0, 1)");
   p.need(c.model.mlp_hidden >= 1, "model.mlp_hidden must be >= 1");
@@ -102,13 +104,16 @@ void validate_torchscript_model(const Config& c, Problems& p) {
   const bool ts = c.model.kind == "torchscript";
   p.need(!ts || !c.model.path.empty(),
          "model.kind = 'torchscript' needs model.path: a file saved with torch.jit.script(module).save(path)");
-  p.need(ts || c.model.path.empty(), "model.path is for model.kind = 'torchscript' (model.kind is '" + c.model.kind + "')");
+  p.need(ts || c.model.path.empty(),
+         "model.path is for model.kind = 'torchscript' (model.kind is '" + c.model.kind + "')");
   p.enum_check("model.loss", c.model.loss, {"auto", "cross_entropy", "mse"});
-  p.need(ts || c.model.loss == "auto", "model.loss is for model.kind = 'torchscript'; built-in models use cross-entropy");
+  p.need(ts || c.model.loss == "auto",
+         "model.loss is for model.kind = 'torchscript'; built-in models use cross-entropy");
   // 0 is the default: atoll counts a module's FLOPs when the run starts (src/model/flop_count.h).
   p.need(c.model.flops_per_sample >= 0 && std::isfinite(c.model.flops_per_sample),
          "model.flops_per_sample must be >= 0 (0 = count them from one forward pass)");
-  p.need(ts || !c.model.reinit, "model.reinit is for model.kind = 'torchscript' (built-in models are always drawn from run.seed)");
+  p.need(ts || !c.model.reinit,
+         "model.reinit is for model.kind = 'torchscript' (built-in models are always drawn from run.seed)");
 }
 }  // namespace
 
@@ -118,11 +123,11 @@ void validate_faults(const Config& c, int64_t warmup, std::vector<std::string>& 
   auto check_windows = [&](const std::string& key, const std::string& text, bool with_kind) {
     try {
       for (const auto& w : parse_fault_windows(text, key, with_kind)) {
-        p.need(w.worker < c.strategy.workers, key + ": worker " + std::to_string(w.worker) +
-                                                " does not exist (strategy.workers = " +
-                                                std::to_string(c.strategy.workers) + ")");
+        p.need(w.worker < c.strategy.workers,
+               key + ": worker " + std::to_string(w.worker) +
+                   " does not exist (strategy.workers = " + std::to_string(c.strategy.workers) + ")");
         p.need(w.from >= warmup, key + ": windows start at or after the DDP warm-up (" + std::to_string(warmup) +
-                                   " steps), which every worker takes part in");
+                                     " steps), which every worker takes part in");
       }
     } catch (const std::invalid_argument& ex) {
       e.push_back(ex.what());
@@ -132,9 +137,9 @@ void validate_faults(const Config& c, int64_t warmup, std::vector<std::string>& 
   check_windows("faults.corrupt", c.faults.corrupt, true);
   try {
     for (const auto& s : parse_speed_schedule(c.faults.speed_schedule))
-      p.need(s.worker < c.strategy.workers, "faults.speed_schedule: worker " + std::to_string(s.worker) +
-                                              " does not exist (strategy.workers = " +
-                                              std::to_string(c.strategy.workers) + ")");
+      p.need(s.worker < c.strategy.workers,
+             "faults.speed_schedule: worker " + std::to_string(s.worker) +
+                 " does not exist (strategy.workers = " + std::to_string(c.strategy.workers) + ")");
   } catch (const std::invalid_argument& ex) {
     e.push_back(ex.what());
   }

@@ -21,7 +21,8 @@ namespace {
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
-std::string fmt(const char* format, ...) {
+std::string
+fmt(const char* format, ...) {
   char buf[256];
   va_list args;
   va_start(args, format);
@@ -88,9 +89,7 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
-bool is_periodic(const std::string& strategy) {
-  return strategy == "localsgd" || strategy == "diloco";
-}
+bool is_periodic(const std::string& strategy) { return strategy == "localsgd" || strategy == "diloco"; }
 
 void check_query(const CostQuery& q) {
   std::vector<std::string> problems;
@@ -108,8 +107,7 @@ void check_query(const CostQuery& q) {
     problems.push_back("step time must be >= 0 s");
   }
   if (q.strategy != "ddp" && q.strategy != "sparta" && !is_periodic(q.strategy)) {
-    problems.push_back("unknown strategy '" + q.strategy +
-                       "'; expected one of ddp|localsgd|diloco|sparta");
+    problems.push_back("unknown strategy '" + q.strategy + "'; expected one of ddp|localsgd|diloco|sparta");
   }
   if (is_periodic(q.strategy) && q.inner_steps < 1) {
     problems.push_back("inner steps H must be >= 1");
@@ -176,8 +174,8 @@ CommOp sync_op(const CostQuery& q) {
 
 // One sync (`op` of `payload` bytes per device) on `net`, and `syncs` of
 // them in a run with `compute` seconds of compute.
-IslandCostRow island_row(const std::string& name, const IslandNetwork& net, CommOp op, double payload,
-                         double syncs, double compute) {
+IslandCostRow island_row(const std::string& name, const IslandNetwork& net, CommOp op, double payload, double syncs,
+                         double compute) {
   IslandCostRow row;
   row.name = name;
   // All-gather: every other island's payload reaches this one.
@@ -294,9 +292,10 @@ std::string exchange_note(IslandExchange exchange, long long islands, long long 
     case IslandExchange::Leader:
       return fmt("reduce to device 0 (tree), the %lld leaders all-reduce, broadcast in the island (tree)", islands);
     case IslandExchange::Sharded:
-      return fmt("reduce-scatter in the island, each device all-reduces 1/%lld over its own wide-area link, "
-                 "all-gather in the island",
-                 devices);
+      return fmt(
+          "reduce-scatter in the island, each device all-reduces 1/%lld over its own wide-area link, "
+          "all-gather in the island",
+          devices);
   }
   return to_string(exchange);
 }
@@ -308,15 +307,13 @@ std::string format_island_cost(const CostQuery& q, const CostReport& r, const st
   const std::string algo = sync_text(q);
   std::string out;
   out += "inputs: " + values_text(q, r) + ", strategy " + strategy +
-         fmt(", %lld steps", static_cast<long long>(q.steps)) +
-         " x " + format_seconds(q.step_seconds) + " compute\n";
+         fmt(", %lld steps", static_cast<long long>(q.steps)) + " x " + format_seconds(q.step_seconds) + " compute\n";
   out += fmt("network: %lld island%s x %lld device%s = %lld device%s; wide-area ", islands, islands == 1 ? "" : "s",
              devices, devices == 1 ? "" : "s", n, n == 1 ? "" : "s") +
          format_bandwidth(q.bandwidth) +
          (q.shared_uplink ? std::string(" per island, shared by its devices") : std::string(" per device link")) +
-         fmt(", latency %g ms, ", q.latency * 1e3) + algo +
-         "; inside an island " + format_bandwidth(q.intra_bandwidth) +
-         fmt(" per link, latency %g ms\n", q.intra_latency * 1e3);
+         fmt(", latency %g ms, ", q.latency * 1e3) + algo + "; inside an island " +
+         format_bandwidth(q.intra_bandwidth) + fmt(" per link, latency %g ms\n", q.intra_latency * 1e3);
   out += "one copy through one wide-area link: " + format_seconds(r.one_copy_seconds) + ", " +
          format_bytes(r.model_bytes) + "\n";
 
@@ -381,19 +378,18 @@ std::string format_cost(const CostQuery& q, const CostReport& r) {
 
   std::string out;
   out += "inputs: " + values_text(q, r) + ", " + fmt("%lld", static_cast<long long>(q.workers)) + " workers, " +
-         format_bandwidth(q.bandwidth) + fmt(" per link, latency %g ms, ", q.latency * 1e3) + algo +
-         ", strategy " + strategy + fmt(", %lld steps", static_cast<long long>(q.steps)) + " x " +
-         format_seconds(q.step_seconds) + " compute\n";
+         format_bandwidth(q.bandwidth) + fmt(" per link, latency %g ms, ", q.latency * 1e3) + algo + ", strategy " +
+         strategy + fmt(", %lld steps", static_cast<long long>(q.steps)) + " x " + format_seconds(q.step_seconds) +
+         " compute\n";
   out += "one copy through one link: " + format_seconds(r.one_copy_seconds) + ", " + format_bytes(r.model_bytes) + "\n";
-  out += "one sync (" + algo + fmt(", N=%lld): ", static_cast<long long>(q.workers)) +
-         format_seconds(r.sync_seconds) + ", payload " + format_bytes(r.sync_payload_bytes) +
-         ", sent per worker " + format_bytes(r.sync_bytes_sent) + "\n";
+  out += "one sync (" + algo + fmt(", N=%lld): ", static_cast<long long>(q.workers)) + format_seconds(r.sync_seconds) +
+         ", payload " + format_bytes(r.sync_payload_bytes) + ", sent per worker " + format_bytes(r.sync_bytes_sent) +
+         "\n";
   out += fmt("syncs in run: %.0f\n", r.syncs);
   out += "sent per worker in run: " + format_bytes(r.run_bytes_sent) + "\n";
   out += "communication time in run: " + format_seconds(r.run_comm_seconds) + "\n";
-  out += "total time: " + format_seconds(r.run_total_seconds) + " = compute " +
-         format_seconds(compute) + " + blocking communication " +
-         format_seconds(r.run_comm_seconds) + "\n";
+  out += "total time: " + format_seconds(r.run_total_seconds) + " = compute " + format_seconds(compute) +
+         " + blocking communication " + format_seconds(r.run_comm_seconds) + "\n";
   out += fmt("compute utilisation: %.1f%%\n", r.compute_utilisation * 100);
   return out;
 }

@@ -18,9 +18,9 @@ void check_cost_flags(const CostQuery& q, const std::vector<std::string>& given)
       if (was_given(flag))
         throw std::invalid_argument(std::string("cost: ") + flag + " describes islands; add --islands=I (>= 1)");
   } else if (was_given("--workers") && q.workers != q.islands * q.devices) {
-    throw std::invalid_argument("cost: --workers=" + std::to_string(q.workers) + " conflicts with --islands=" +
-                                std::to_string(q.islands) + " x --devices=" + std::to_string(q.devices) +
-                                " (the devices are the workers); drop --workers");
+    throw std::invalid_argument(
+        "cost: --workers=" + std::to_string(q.workers) + " conflicts with --islands=" + std::to_string(q.islands) +
+        " x --devices=" + std::to_string(q.devices) + " (the devices are the workers); drop --workers");
   }
 }
 

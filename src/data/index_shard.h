@@ -14,7 +14,7 @@ namespace atl {
 //   noniid: 0..n-1 stably sorted by `labels` (one per example; empty = keep
 //           file order), cut into `workers` contiguous parts of n/N (rounded).
 // Validates worker, workers and mode (std::invalid_argument).
-std::vector<int64_t> shard_indices(int64_t n, const std::vector<int64_t>& labels, int64_t worker,
-                                   int64_t workers, const std::string& mode, uint64_t seed);
+std::vector<int64_t> shard_indices(int64_t n, const std::vector<int64_t>& labels, int64_t worker, int64_t workers,
+                                   const std::string& mode, uint64_t seed);
 
 }  // namespace atl

@@ -44,12 +44,9 @@ struct Dtype {
 constexpr Dtype kDtypes[] = {{"<f4", "float32", 4, at::kFloat}, {"<i8", "int64", 8, at::kLong},
                              {"<i4", "int32", 4, at::kInt},     {"<u2", "uint16", 2, at::kInt},
                              {"|u1", "uint8", 1, at::kByte},    {"<u1", "uint8", 1, at::kByte}};
-constexpr const char* kAllowed =
-    "allowed: '<f4' float32, '<i8' int64, '<i4' int32, '<u2' uint16, '|u1' uint8";
+constexpr const char* kAllowed = "allowed: '<f4' float32, '<i8' int64, '<i4' int32, '<u2' uint16, '|u1' uint8";
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw NpyError(source + ": " + what);
-}
+[[noreturn]] void fail(const std::string& source, const std::string& what) { throw NpyError(source + ": " + what); }
 
 // Header text for a message: at most `limit` characters, bytes outside
 // printable ASCII as \xNN (a corrupt header may hold anything).
@@ -81,9 +78,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // What a refused descr is, for the message ('<f2' -> float16).
 std::string describe_descr(const std::string& descr) {
   static const std::pair<const char*, const char*> kNames[] = {
-      {"f2", "float16"}, {"f8", "float64"}, {"f16", "float128"}, {"i1", "int8"},  {"i2", "int16"},
-      {"u4", "uint32"},  {"u8", "uint64"},  {"b1", "bool"},      {"c8", "complex64"},
-      {"c16", "complex128"}};
+      {"f2", "float16"}, {"f8", "float64"}, {"f16", "float128"}, {"i1", "int8"},      {"i2", "int16"},
+      {"u4", "uint32"},  {"u8", "uint64"},  {"b1", "bool"},      {"c8", "complex64"}, {"c16", "complex128"}};
   const std::string code = descr.size() > 1 ? descr.substr(1) : descr;
   for (const auto& [c, name] : kNames)
     if (code == c) return "'" + descr + "' (" + name + ")";
@@ -119,8 +115,10 @@ class HeaderParser {
         if (seen_descr) bad("key 'descr' appears twice");
         seen_descr = true;
         if (peek() == '[')
-          fail(source_, "structured arrays (a list of fields as descr) are not supported; save one "
-                        "plain array per file (" + std::string(kAllowed) + ")");
+          fail(source_,
+               "structured arrays (a list of fields as descr) are not supported; save one "
+               "plain array per file (" +
+                   std::string(kAllowed) + ")");
         h.descr = string_literal("the descr string");
       } else if (key == "fortran_order") {
         if (seen_order) bad("key 'fortran_order' appears twice");
@@ -143,15 +141,18 @@ class HeaderParser {
     space();
     if (pos_ != text_.size()) bad("text after the closing '}'");
     if (!seen_descr || !seen_order || !seen_shape)
-      bad(std::string("lacks ") + (!seen_descr ? "'descr'" : !seen_order ? "'fortran_order'" : "'shape'") +
+      bad(std::string("lacks ") +
+          (!seen_descr   ? "'descr'"
+           : !seen_order ? "'fortran_order'"
+                         : "'shape'") +
           " (a .npy header holds exactly 'descr', 'fortran_order' and 'shape')");
     return h;
   }
 
  private:
   [[noreturn]] void bad(const std::string& what) const {
-    fail(source_, "the header is not a .npy header dict: " + what + " at character " + std::to_string(pos_) +
-                      " of \"" + printable(text_) + "\"");
+    fail(source_, "the header is not a .npy header dict: " + what + " at character " + std::to_string(pos_) + " of \"" +
+                      printable(text_) + "\"");
   }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
   bool eat(char c) {
@@ -162,8 +163,8 @@ class HeaderParser {
     return false;
   }
   void space() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
-                                   text_[pos_] == '\r'))
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
       ++pos_;
   }
   bool word(const char* w) {
@@ -220,8 +221,7 @@ class HeaderParser {
     }
     if (peek() == '.' || peek() == 'e' || peek() == 'E') bad(which + " is not an integer");
     eat('L');  // Python 2 numpy wrote long integers as 3L
-    if (too_large)
-      fail(source_, which + " is larger than 2^40; arrays are limited to 2^40 bytes");
+    if (too_large) fail(source_, which + " is larger than 2^40; arrays are limited to 2^40 bytes");
     return static_cast<int64_t>(v);
   }
 
@@ -234,8 +234,10 @@ const Dtype& find_dtype(const std::string& descr, const std::string& source) {
   for (const Dtype& d : kDtypes)
     if (descr == d.descr) return d;
   if (descr == "O" || descr == "|O" || descr == "<O" || descr == ">O")
-    fail(source, "object arrays (dtype=object) hold pickled Python objects and cannot be read; save "
-                 "a numeric array (" + std::string(kAllowed) + ")");
+    fail(source,
+         "object arrays (dtype=object) hold pickled Python objects and cannot be read; save "
+         "a numeric array (" +
+             std::string(kAllowed) + ")");
   if (!descr.empty() && descr[0] == '>')
     fail(source, "big-endian data (descr " + describe_descr(descr) +
                      ") are not supported; save them little-endian, e.g. np.save(path, "
@@ -276,14 +278,16 @@ NpyArray parse_npy(const std::string& bytes, const std::string& source) {
 
   const Dtype& dtype = find_dtype(h.descr, source);
   if (h.fortran_order)
-    fail(source, "fortran_order is True (column-major data); save it in C order with "
-                 "np.save(path, np.ascontiguousarray(arr))");
+    fail(source,
+         "fortran_order is True (column-major data); save it in C order with "
+         "np.save(path, np.ascontiguousarray(arr))");
   if (h.shape.empty())
-    fail(source, "a 0-d array (shape ()) holds a single value; data need at least one dimension "
-                 "(the examples), e.g. np.save(path, arr.reshape(1))");
+    fail(source,
+         "a 0-d array (shape ()) holds a single value; data need at least one dimension "
+         "(the examples), e.g. np.save(path, arr.reshape(1))");
   if (h.shape.size() > kMaxDims)
-    fail(source, "shape has " + std::to_string(h.shape.size()) + " dimensions; at most " +
-                     std::to_string(kMaxDims) + " are supported");
+    fail(source, "shape has " + std::to_string(h.shape.size()) + " dimensions; at most " + std::to_string(kMaxDims) +
+                     " are supported");
   // Each dimension is <= 2^40 (the parser checks); checking before each
   // multiplication keeps the product below 2^40 too. Zero dimensions are
   // skipped rather than ending the check: LibTorch refuses to allocate a
@@ -301,18 +305,16 @@ NpyArray parse_npy(const std::string& bytes, const std::string& source) {
   }
   const uint64_t elements = zero ? 0 : nonzero_product;
   if (elements > kMaxBytes / dtype.itemsize)
-    fail(source, "shape " + shape_text(h.shape) + " of " + dtype.name +
-                     " is too large: over 2^40 bytes");
+    fail(source, "shape " + shape_text(h.shape) + " of " + dtype.name + " is too large: over 2^40 bytes");
   const uint64_t expected = elements * dtype.itemsize;
   const uint64_t found = bytes.size() - data_start;
   if (found < expected)
     fail(source, "truncated data: shape " + shape_text(h.shape) + " of " + dtype.name + " needs " +
-                     std::to_string(expected) + " bytes but " + std::to_string(found) +
-                     " follow the header");
+                     std::to_string(expected) + " bytes but " + std::to_string(found) + " follow the header");
   if (found > expected)
-    fail(source, std::to_string(found - expected) + " trailing bytes after the data: shape " +
-                     shape_text(h.shape) + " of " + dtype.name + " needs " + std::to_string(expected) +
-                     " bytes but " + std::to_string(found) + " follow the header");
+    fail(source, std::to_string(found - expected) + " trailing bytes after the data: shape " + shape_text(h.shape) +
+                     " of " + dtype.name + " needs " + std::to_string(expected) + " bytes but " +
+                     std::to_string(found) + " follow the header");
 
   NpyArray out;
   out.dtype = dtype.name;
@@ -344,21 +346,30 @@ NpyArray read_npy(const std::string& path) {
 std::string encode_npy(const at::Tensor& t) {
   if (!t.defined()) throw std::invalid_argument("encode_npy: the tensor is undefined");
   if (t.dim() == 0)
-    throw std::invalid_argument("encode_npy: a 0-d tensor; .npy data need at least one dimension "
-                                "(read_npy refuses 0-d arrays)");
+    throw std::invalid_argument(
+        "encode_npy: a 0-d tensor; .npy data need at least one dimension "
+        "(read_npy refuses 0-d arrays)");
   const char* descr = nullptr;
   switch (t.scalar_type()) {
-    case at::kFloat: descr = "<f4"; break;
-    case at::kLong: descr = "<i8"; break;
-    case at::kInt: descr = "<i4"; break;
-    case at::kByte: descr = "|u1"; break;
+    case at::kFloat:
+      descr = "<f4";
+      break;
+    case at::kLong:
+      descr = "<i8";
+      break;
+    case at::kInt:
+      descr = "<i4";
+      break;
+    case at::kByte:
+      descr = "|u1";
+      break;
     default:
       throw std::invalid_argument(std::string("encode_npy: dtype ") + c10::toString(t.scalar_type()) +
                                   " cannot be written (float32, int64, int32 and uint8 can)");
   }
   const at::Tensor c = t.cpu().contiguous();
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " +
-                       shape_text(c.sizes().vec()) + ", }";
+  std::string header =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape_text(c.sizes().vec()) + ", }";
   // numpy pads with spaces so that magic + version + length + header + '\n'
   // is a multiple of 64: the data then start aligned for memory mapping.
   const size_t prefix = kMagicSize + 2 + 2;

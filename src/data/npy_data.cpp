@@ -15,8 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kFiles[] = {"train_inputs.npy", "train_targets.npy", "val_inputs.npy",
-                                  "val_targets.npy"};
+constexpr const char* kFiles[] = {"train_inputs.npy", "train_targets.npy", "val_inputs.npy", "val_targets.npy"};
 constexpr const char* kFolderHolds =
     "an npy data folder holds train_inputs.npy, train_targets.npy, val_inputs.npy and val_targets.npy "
     "(dim 0 of each indexes the examples; docs/PYTORCH.md)";
@@ -34,7 +33,7 @@ bool is_integer(const at::Tensor& t) { return t.scalar_type() != at::kFloat; }
 // fault is searched row by row.
 int64_t first_out_of_range(const at::Tensor& t, int64_t vocab) {
   if (t.min().item<int64_t>() >= 0 && t.max().item<int64_t>() < vocab) return -1;
-  const at::Tensor v = t.to(at::kLong).reshape({t.size(0), -1});  // (N, values per example)
+  const at::Tensor v = t.to(at::kLong).reshape({t.size(0), -1});   // (N, values per example)
   const at::Tensor bad = v.lt(0).logical_or_(v.ge(vocab)).any(1);  // (N)
   return bad.nonzero().select(0, 0).item<int64_t>();
 }
@@ -57,12 +56,11 @@ NpyData load_npy_data(const std::string& dir) {
     const int in = 2 * split, tg = 2 * split + 1;
     const int64_t n_in = arrays[in].shape[0], n_tg = arrays[tg].shape[0];
     if (n_in != n_tg)
-      throw NpyError(path(tg) + ": mismatched lengths: " + std::to_string(n_tg) + " targets but " +
-                     kFiles[in] + " holds " + std::to_string(n_in) +
-                     " examples (dim 0 of inputs and targets must agree)");
+      throw NpyError(path(tg) + ": mismatched lengths: " + std::to_string(n_tg) + " targets but " + kFiles[in] +
+                     " holds " + std::to_string(n_in) + " examples (dim 0 of inputs and targets must agree)");
     if (n_in == 0)
-      throw NpyError(path(in) + ": the " + (split == 0 ? "training" : "validation") +
-                     " split is empty (shape " + shape_text(arrays[in].shape) + ")");
+      throw NpyError(path(in) + ": the " + (split == 0 ? "training" : "validation") + " split is empty (shape " +
+                     shape_text(arrays[in].shape) + ")");
     for (int k : {in, tg}) {
       const auto& shape = arrays[k].shape;
       if (std::find(shape.begin() + 1, shape.end(), 0) != shape.end())
@@ -100,15 +98,15 @@ void check_npy_token_ids(const NpyData& data, int64_t vocab_size, const std::str
     const std::string file = (fs::path(dir) / kFiles[i]).string();
     const std::string& dtype = i % 2 == 0 ? data.inputs_dtype : data.targets_dtype;
     if (!is_integer(*tensors[i]))
-      throw NpyError(file + ": holds " + dtype + " values, but token ids must be integers (int64, int32, "
-                            "uint16 or uint8)");
+      throw NpyError(file + ": holds " + dtype +
+                     " values, but token ids must be integers (int64, int32, "
+                     "uint16 or uint8)");
     const int64_t bad = first_out_of_range(*tensors[i], vocab_size);
     if (bad >= 0) {
       const at::Tensor row = tensors[i]->select(0, bad).to(at::kLong).reshape({-1});
       const int64_t lo = row.min().item<int64_t>(), hi = row.max().item<int64_t>();
-      throw NpyError(file + ": example " + std::to_string(bad) + " holds token id " +
-                     std::to_string(lo < 0 ? lo : hi) + ", outside [0, data.vocab_size = " +
-                     std::to_string(vocab_size) + ")");
+      throw NpyError(file + ": example " + std::to_string(bad) + " holds token id " + std::to_string(lo < 0 ? lo : hi) +
+                     ", outside [0, data.vocab_size = " + std::to_string(vocab_size) + ")");
     }
   }
 }
@@ -142,13 +140,11 @@ NpyBatchSampler::NpyBatchSampler(const NpyData& data, std::vector<int64_t> indic
   const int64_t n = data_.train_size();
   for (int64_t i : indices_)
     if (i < 0 || i >= n)
-      throw std::invalid_argument("npy example index " + std::to_string(i) + " is outside 0.." +
-                                  std::to_string(n - 1));
+      throw std::invalid_argument("npy example index " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1));
 }
 
 void NpyBatchSampler::next(int64_t batch_size, at::Tensor& x, at::Tensor& y) {
-  if (batch_size < 1)
-    throw std::invalid_argument("batch_size must be >= 1, got " + std::to_string(batch_size));
+  if (batch_size < 1) throw std::invalid_argument("batch_size must be >= 1, got " + std::to_string(batch_size));
   at::Tensor rows = at::empty({batch_size}, at::kLong);  // (B) example indices
   int64_t* r = rows.data_ptr<int64_t>();
   for (int64_t b = 0; b < batch_size; ++b) r[b] = indices_[splitmix64(state_) % indices_.size()];

@@ -34,9 +34,7 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-bool is_blank_line(const std::string& line) {
-  return std::all_of(line.begin(), line.end(), is_blank_char);
-}
+bool is_blank_line(const std::string& line) { return std::all_of(line.begin(), line.end(), is_blank_char); }
 
 // Groups non-blank lines into paragraphs separated by blank lines.
 std::vector<std::vector<std::string>> paragraphs(const std::string& text) {
@@ -108,12 +106,11 @@ std::string strip_brown_tags(const std::string& tagged) {
           word = "\"", kind = Kind::kNoSpaceBefore;
         } else if (word == "(") {
           kind = Kind::kNoSpaceAfter;
-        } else if (word == "," || word == "." || word == ";" || word == ":" || word == "?" ||
-                   word == "!" || word == ")") {
+        } else if (word == "," || word == "." || word == ";" || word == ":" || word == "?" || word == "!" ||
+                   word == ")") {
           kind = Kind::kNoSpaceBefore;
         }
-        if (!text.empty() && kind != Kind::kNoSpaceBefore && prev != Kind::kNoSpaceAfter)
-          text.push_back(' ');
+        if (!text.empty() && kind != Kind::kNoSpaceBefore && prev != Kind::kNoSpaceAfter) text.push_back(' ');
         text += word;
         prev = kind;
       }
@@ -187,7 +184,8 @@ std::vector<std::string> read_text_documents(const std::string& path) {
     docs.push_back(std::move(doc));
   }
   if (docs.empty())
-    throw std::runtime_error(path + " holds no text; give a UTF-8 file with documents "
+    throw std::runtime_error(path +
+                             " holds no text; give a UTF-8 file with documents "
                              "separated by blank lines");
   if (docs.size() < 20) docs = cut_into_pieces(docs, 20);
   return docs;
@@ -199,12 +197,10 @@ PrepareReport prepare_documents(const std::vector<std::string>& docs, const std:
     throw std::invalid_argument("unknown tokenizer '" + tokenizer + "' (allowed: char, byte)");
   for (size_t i = 0; i < docs.size(); ++i)
     if (docs[i].empty())
-      throw std::invalid_argument("document " + std::to_string(i) +
-                                  " is empty; drop empty documents before preparing");
+      throw std::invalid_argument("document " + std::to_string(i) + " is empty; drop empty documents before preparing");
   if (docs.size() < 20)
-    throw std::invalid_argument(
-        "need at least 20 documents (every 20th goes to validation) but got " +
-        std::to_string(docs.size()) + "; separate documents in the text with blank lines");
+    throw std::invalid_argument("need at least 20 documents (every 20th goes to validation) but got " +
+                                std::to_string(docs.size()) + "; separate documents in the text with blank lines");
 
   std::vector<const std::string*> split_docs[2];  // 0 = train, 1 = val
   for (size_t i = 0; i < docs.size(); ++i) split_docs[i % 20 == 19 ? 1 : 0].push_back(&docs[i]);
@@ -219,9 +215,8 @@ PrepareReport prepare_documents(const std::vector<std::string>& docs, const std:
   // The char vocabulary comes from train AND val text: an unseen character at
   // evaluation would be an error, which is worse than a vocabulary that has
   // "seen" the validation characters (the model still never trains on them).
-  std::unique_ptr<Tokenizer> tok = tokenizer == "char"
-                                       ? make_char_tokenizer_from_text(joined[0] + "\n" + joined[1])
-                                       : make_byte_tokenizer();
+  std::unique_ptr<Tokenizer> tok =
+      tokenizer == "char" ? make_char_tokenizer_from_text(joined[0] + "\n" + joined[1]) : make_byte_tokenizer();
   const int64_t vocab = tok->vocab_size();
   if (vocab > 65536)
     throw std::invalid_argument("vocabulary of " + std::to_string(vocab) +

@@ -13,8 +13,7 @@ namespace atl {
 namespace {
 
 void validate_shard_args(int64_t worker, int64_t workers, const std::string& mode) {
-  if (workers < 1)
-    throw std::invalid_argument("workers must be >= 1, got " + std::to_string(workers));
+  if (workers < 1) throw std::invalid_argument("workers must be >= 1, got " + std::to_string(workers));
   if (worker < 0 || worker >= workers)
     throw std::invalid_argument("worker must be in 0.." + std::to_string(workers - 1) + ", got " +
                                 std::to_string(worker));
@@ -24,8 +23,8 @@ void validate_shard_args(int64_t worker, int64_t workers, const std::string& mod
 
 }  // namespace
 
-std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, int64_t workers,
-                                     const std::string& mode, uint64_t seed, int64_t chunk) {
+std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, int64_t workers, const std::string& mode,
+                                     uint64_t seed, int64_t chunk) {
   validate_shard_args(worker, workers, mode);
   if (chunk < 1) throw std::invalid_argument("chunk must be >= 1, got " + std::to_string(chunk));
   const auto n = static_cast<int64_t>(split.tokens.size());
@@ -39,8 +38,7 @@ std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, in
       const int64_t c = perm[static_cast<size_t>(k)];
       out.push_back({c * chunk, std::min(n, (c + 1) * chunk)});
     }
-    std::sort(out.begin(), out.end(),
-              [](const TokenRange& a, const TokenRange& b) { return a.begin < b.begin; });
+    std::sort(out.begin(), out.end(), [](const TokenRange& a, const TokenRange& b) { return a.begin < b.begin; });
     std::vector<TokenRange> merged;
     for (const auto& r : out) {
       if (!merged.empty() && merged.back().end == r.begin)
@@ -77,19 +75,17 @@ std::vector<TokenRange> shard_ranges(const TokenSplit& split, int64_t worker, in
   return out;
 }
 
-TokenBatchSampler::TokenBatchSampler(const TokenSplit& split, std::vector<TokenRange> ranges,
-                                     int64_t block_size, uint64_t seed)
+TokenBatchSampler::TokenBatchSampler(const TokenSplit& split, std::vector<TokenRange> ranges, int64_t block_size,
+                                     uint64_t seed)
     : split_(split), block_size_(block_size), state_(seed) {
-  if (block_size < 1)
-    throw std::invalid_argument("block_size must be >= 1, got " + std::to_string(block_size));
+  if (block_size < 1) throw std::invalid_argument("block_size must be >= 1, got " + std::to_string(block_size));
   const auto n = static_cast<int64_t>(split.tokens.size());
   int64_t largest = 0;
   int64_t total = 0;
   for (const auto& r : ranges) {
     if (r.begin < 0 || r.end < r.begin || r.end > n)
-      throw std::invalid_argument("token range [" + std::to_string(r.begin) + ", " +
-                                  std::to_string(r.end) + ") is outside the split of " +
-                                  std::to_string(n) + " tokens");
+      throw std::invalid_argument("token range [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
+                                  ") is outside the split of " + std::to_string(n) + " tokens");
     largest = std::max(largest, r.size());
     if (r.size() < block_size + 1) continue;  // cannot hold one window
     ranges_.push_back(r);
@@ -97,16 +93,15 @@ TokenBatchSampler::TokenBatchSampler(const TokenSplit& split, std::vector<TokenR
     cumulative_starts_.push_back(total);
   }
   if (ranges_.empty())
-    throw std::invalid_argument("shard too small for block_size: a window needs block_size + 1 = " +
-                                std::to_string(block_size + 1) +
-                                " tokens but the largest range has " + std::to_string(largest) +
-                                "; use fewer workers, a smaller block_size or a larger "
-                                "iid chunk");
+    throw std::invalid_argument(
+        "shard too small for block_size: a window needs block_size + 1 = " + std::to_string(block_size + 1) +
+        " tokens but the largest range has " + std::to_string(largest) +
+        "; use fewer workers, a smaller block_size or a larger "
+        "iid chunk");
 }
 
 void TokenBatchSampler::next(int64_t batch_size, at::Tensor& x, at::Tensor& y) {
-  if (batch_size < 1)
-    throw std::invalid_argument("batch_size must be >= 1, got " + std::to_string(batch_size));
+  if (batch_size < 1) throw std::invalid_argument("batch_size must be >= 1, got " + std::to_string(batch_size));
   const int64_t t = block_size_;
   x = at::empty({batch_size, t}, at::kLong);  // (B, T)
   y = at::empty({batch_size, t}, at::kLong);  // (B, T)
@@ -117,9 +112,8 @@ void TokenBatchSampler::next(int64_t batch_size, at::Tensor& x, at::Tensor& y) {
   for (int64_t b = 0; b < batch_size; ++b) {
     const auto r = static_cast<int64_t>(splitmix64(state_) % total);
     // First range whose inclusive prefix count exceeds r.
-    const auto k = static_cast<size_t>(
-        std::upper_bound(cumulative_starts_.begin(), cumulative_starts_.end(), r) -
-        cumulative_starts_.begin());
+    const auto k = static_cast<size_t>(std::upper_bound(cumulative_starts_.begin(), cumulative_starts_.end(), r) -
+                                       cumulative_starts_.begin());
     const int64_t before = k == 0 ? 0 : cumulative_starts_[k - 1];
     const int64_t start = ranges_[k].begin + (r - before);
     const uint16_t* w = tokens + start;
@@ -130,13 +124,10 @@ void TokenBatchSampler::next(int64_t batch_size, at::Tensor& x, at::Tensor& y) {
   }
 }
 
-std::vector<std::pair<at::Tensor, at::Tensor>> fixed_token_batches(const TokenSplit& split,
-                                                                   int64_t block_size,
-                                                                   int64_t batch_size,
-                                                                   int64_t count, uint64_t seed) {
+std::vector<std::pair<at::Tensor, at::Tensor>> fixed_token_batches(const TokenSplit& split, int64_t block_size,
+                                                                   int64_t batch_size, int64_t count, uint64_t seed) {
   if (count < 0) throw std::invalid_argument("batch count must be >= 0, got " + std::to_string(count));
-  TokenBatchSampler sampler(split, {TokenRange{0, static_cast<int64_t>(split.tokens.size())}},
-                            block_size, seed);
+  TokenBatchSampler sampler(split, {TokenRange{0, static_cast<int64_t>(split.tokens.size())}}, block_size, seed);
   std::vector<std::pair<at::Tensor, at::Tensor>> out;
   out.reserve(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
@@ -147,12 +138,12 @@ std::vector<std::pair<at::Tensor, at::Tensor>> fixed_token_batches(const TokenSp
   return out;
 }
 
-std::vector<int64_t> shard_indices(int64_t n, const std::vector<int64_t>& labels, int64_t worker,
-                                   int64_t workers, const std::string& mode, uint64_t seed) {
+std::vector<int64_t> shard_indices(int64_t n, const std::vector<int64_t>& labels, int64_t worker, int64_t workers,
+                                   const std::string& mode, uint64_t seed) {
   validate_shard_args(worker, workers, mode);
   if (!labels.empty() && static_cast<int64_t>(labels.size()) != n)
-    throw std::invalid_argument("shard_indices: " + std::to_string(labels.size()) + " labels for " +
-                                std::to_string(n) + " examples");
+    throw std::invalid_argument("shard_indices: " + std::to_string(labels.size()) + " labels for " + std::to_string(n) +
+                                " examples");
   std::vector<int64_t> out;
   if (mode == "iid") {
     const std::vector<int64_t> perm = seeded_permutation(n, seed);
@@ -173,10 +164,10 @@ std::vector<int64_t> shard_indices(int64_t n, const std::vector<int64_t>& labels
   return out;
 }
 
-std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_t workers,
-                                 const std::string& mode, uint64_t seed) {
-  return shard_indices(split.size(), std::vector<int64_t>(split.labels.begin(), split.labels.end()), worker,
-                       workers, mode, seed);
+std::vector<int64_t> mnist_shard(const MnistSplit& split, int64_t worker, int64_t workers, const std::string& mode,
+                                 uint64_t seed) {
+  return shard_indices(split.size(), std::vector<int64_t>(split.labels.begin(), split.labels.end()), worker, workers,
+                       mode, seed);
 }
 
 }  // namespace atl

@@ -26,8 +26,8 @@ int64_t integer_in(const json& value, int64_t lo, int64_t hi, const char* key) {
   const bool fits = value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(hi)
                                                : value.get<int64_t>() >= lo && value.get<int64_t>() <= hi;
   if (!fits)
-    throw std::runtime_error(std::string(key) + " value " + value.dump() + " is outside " +
-                             std::to_string(lo) + ".." + std::to_string(hi));
+    throw std::runtime_error(std::string(key) + " value " + value.dump() + " is outside " + std::to_string(lo) + ".." +
+                             std::to_string(hi));
   return value.get<int64_t>();  // fits, so exact for unsigned values too
 }
 
@@ -42,13 +42,11 @@ std::vector<T> integers_in(const json& value, int64_t lo, int64_t hi, const char
 
 // Checks token ids and document starts of one split; throws naming the file.
 void validate_split(const TokenSplit& split, int64_t vocab_size, const std::string& file) {
-  if (split.tokens.empty())
-    throw std::runtime_error(file + " is empty; prepare the data again (atoll prepare)");
+  if (split.tokens.empty()) throw std::runtime_error(file + " is empty; prepare the data again (atoll prepare)");
   for (size_t i = 0; i < split.tokens.size(); ++i) {
     if (split.tokens[i] >= vocab_size)
-      throw std::runtime_error(file + ": token " + std::to_string(split.tokens[i]) +
-                               " at position " + std::to_string(i) +
-                               " is not below vocab_size " + std::to_string(vocab_size) +
+      throw std::runtime_error(file + ": token " + std::to_string(split.tokens[i]) + " at position " +
+                               std::to_string(i) + " is not below vocab_size " + std::to_string(vocab_size) +
                                "; set data.vocab_size to the tokenizer's vocabulary size");
   }
   const auto n = static_cast<int64_t>(split.tokens.size());
@@ -57,10 +55,9 @@ void validate_split(const TokenSplit& split, int64_t vocab_size, const std::stri
   for (size_t i = 0; i < split.doc_starts.size(); ++i) {
     const int64_t s = split.doc_starts[i];
     if (s >= n || (i > 0 && s <= split.doc_starts[i - 1]))
-      throw std::runtime_error(file + ": document start " + std::to_string(s) + " (entry " +
-                               std::to_string(i) +
-                               ") is not strictly increasing and below the token count " +
-                               std::to_string(n) + "; fix or delete meta.json");
+      throw std::runtime_error(file + ": document start " + std::to_string(s) + " (entry " + std::to_string(i) +
+                               ") is not strictly increasing and below the token count " + std::to_string(n) +
+                               "; fix or delete meta.json");
   }
 }
 
@@ -73,8 +70,7 @@ std::vector<uint16_t> read_token_file(const std::string& path) {
                              " bytes); a token file holds little-endian uint16 ids");
   std::vector<uint16_t> tokens(bytes.size() / 2);
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  for (size_t i = 0; i < tokens.size(); ++i)
-    tokens[i] = static_cast<uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
   return tokens;
 }
 
@@ -91,8 +87,7 @@ TokenData load_token_data(const std::string& dir, int64_t vocab_size_hint) {
   const fs::path root(dir);
   std::error_code ec;
   if (!fs::is_directory(root, ec))
-    throw std::runtime_error("data folder not found: " + dir +
-                             "; prepare it first (atoll prepare) or fix data.dir");
+    throw std::runtime_error("data folder not found: " + dir + "; prepare it first (atoll prepare) or fix data.dir");
   const std::string train_path = (root / "train.bin").string();
   const std::string val_path = (root / "val.bin").string();
   const std::string meta_path = (root / "meta.json").string();
@@ -114,8 +109,7 @@ TokenData load_token_data(const std::string& dir, int64_t vocab_size_hint) {
       data.tokenizer = meta.at("tokenizer").get<std::string>();
       if (meta.contains("train_docs"))
         data.train.doc_starts = integers_in<int64_t>(meta["train_docs"], 0, kMax, "train_docs");
-      if (meta.contains("val_docs"))
-        data.val.doc_starts = integers_in<int64_t>(meta["val_docs"], 0, kMax, "val_docs");
+      if (meta.contains("val_docs")) data.val.doc_starts = integers_in<int64_t>(meta["val_docs"], 0, kMax, "val_docs");
       if (meta.contains("char_vocab"))
         data.char_vocab = integers_in<uint32_t>(meta["char_vocab"], 0, 0x10FFFF, "char_vocab");
     } catch (const std::exception& e) {  // json::exception, or integer_in's runtime_error
@@ -124,21 +118,19 @@ TokenData load_token_data(const std::string& dir, int64_t vocab_size_hint) {
                                "data.vocab_size");
     }
     if (vocab_size_hint > 0 && vocab_size_hint != data.vocab_size)
-      throw std::runtime_error("data.vocab_size = " + std::to_string(vocab_size_hint) +
-                               " disagrees with vocab_size " + std::to_string(data.vocab_size) +
-                               " in " + meta_path + "; leave data.vocab_size at 0 (auto)");
+      throw std::runtime_error("data.vocab_size = " + std::to_string(vocab_size_hint) + " disagrees with vocab_size " +
+                               std::to_string(data.vocab_size) + " in " + meta_path +
+                               "; leave data.vocab_size at 0 (auto)");
     if (data.tokenizer != "char" && data.tokenizer != "byte" && data.tokenizer != "bin")
-      throw std::runtime_error(meta_path + ": unknown tokenizer '" + data.tokenizer +
-                               "' (allowed: char, byte, bin)");
-    if (data.tokenizer == "char" &&
-        static_cast<int64_t>(data.char_vocab.size()) != data.vocab_size)
-      throw std::runtime_error(meta_path + ": char_vocab has " +
-                               std::to_string(data.char_vocab.size()) +
+      throw std::runtime_error(meta_path + ": unknown tokenizer '" + data.tokenizer + "' (allowed: char, byte, bin)");
+    if (data.tokenizer == "char" && static_cast<int64_t>(data.char_vocab.size()) != data.vocab_size)
+      throw std::runtime_error(meta_path + ": char_vocab has " + std::to_string(data.char_vocab.size()) +
                                " entries but vocab_size is " + std::to_string(data.vocab_size) +
                                "; prepare the data again");
   } else {
     if (vocab_size_hint <= 0)
-      throw std::runtime_error(dir + " has no meta.json, so the vocabulary size is unknown; "
+      throw std::runtime_error(dir +
+                               " has no meta.json, so the vocabulary size is unknown; "
                                "pass data.vocab_size (e.g. 50257 for GPT-2 tokens)");
     data.vocab_size = vocab_size_hint;
     data.tokenizer = "bin";

@@ -57,9 +57,8 @@ void for_each_code_point(const std::string& s, F&& f) {
     } else if ((b0 & 0xF8) == 0xF0) {
       cp = b0 & 0x07, extra = 3, min_cp = 0x10000;
     } else {
-      throw std::invalid_argument("invalid UTF-8 at byte " + std::to_string(start) +
-                                  ": unexpected byte " + std::to_string(b0) +
-                                  "; convert the text to UTF-8 or use the byte tokenizer");
+      throw std::invalid_argument("invalid UTF-8 at byte " + std::to_string(start) + ": unexpected byte " +
+                                  std::to_string(b0) + "; convert the text to UTF-8 or use the byte tokenizer");
     }
     ++i;
     for (int k = 0; k < extra; ++k, ++i) {
@@ -88,9 +87,8 @@ class ByteTokenizer final : public Tokenizer {
     std::string out(ids.size(), '\0');
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < 0 || ids[i] > 255)
-        throw std::invalid_argument("byte tokenizer: id " + std::to_string(ids[i]) +
-                                    " at position " + std::to_string(i) +
-                                    " is outside the vocabulary 0..255");
+        throw std::invalid_argument("byte tokenizer: id " + std::to_string(ids[i]) + " at position " +
+                                    std::to_string(i) + " is outside the vocabulary 0..255");
       out[i] = static_cast<char>(static_cast<unsigned char>(ids[i]));
     }
     return out;
@@ -103,8 +101,9 @@ class CharTokenizer final : public Tokenizer {
  public:
   explicit CharTokenizer(std::vector<uint32_t> code_points) : code_points_(std::move(code_points)) {
     if (code_points_.empty())
-      throw std::invalid_argument("char tokenizer: empty vocabulary; prepare the data from "
-                                  "non-empty text");
+      throw std::invalid_argument(
+          "char tokenizer: empty vocabulary; prepare the data from "
+          "non-empty text");
     if (code_points_.size() > 65536)
       throw std::invalid_argument("char tokenizer: " + std::to_string(code_points_.size()) +
                                   " distinct characters exceed the uint16 token limit of 65536; "
@@ -113,8 +112,7 @@ class CharTokenizer final : public Tokenizer {
     for (size_t i = 0; i < code_points_.size(); ++i) {
       const uint32_t cp = code_points_[i];
       if (!valid_code_point(cp))
-        throw std::invalid_argument("char tokenizer: " + std::to_string(cp) +
-                                    " is not a valid Unicode code point");
+        throw std::invalid_argument("char tokenizer: " + std::to_string(cp) + " is not a valid Unicode code point");
       if (!ids_.emplace(cp, static_cast<int32_t>(i)).second)
         throw std::invalid_argument("char tokenizer: code point " + hex_code_point(cp) +
                                     " appears twice in the vocabulary");
@@ -129,8 +127,8 @@ class CharTokenizer final : public Tokenizer {
       if (it == ids_.end()) {
         std::string ch;
         append_utf8(ch, cp);
-        throw std::invalid_argument("char tokenizer: character '" + ch + "' (" +
-                                    hex_code_point(cp) + ") at byte " + std::to_string(offset) +
+        throw std::invalid_argument("char tokenizer: character '" + ch + "' (" + hex_code_point(cp) + ") at byte " +
+                                    std::to_string(offset) +
                                     " is not in the vocabulary; re-prepare the data including "
                                     "this text or use the byte tokenizer");
       }
@@ -144,9 +142,8 @@ class CharTokenizer final : public Tokenizer {
     out.reserve(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < 0 || static_cast<size_t>(ids[i]) >= code_points_.size())
-        throw std::invalid_argument("char tokenizer: id " + std::to_string(ids[i]) +
-                                    " at position " + std::to_string(i) +
-                                    " is outside the vocabulary 0.." +
+        throw std::invalid_argument("char tokenizer: id " + std::to_string(ids[i]) + " at position " +
+                                    std::to_string(i) + " is outside the vocabulary 0.." +
                                     std::to_string(code_points_.size() - 1));
       append_utf8(out, code_points_[static_cast<size_t>(ids[i])]);
     }

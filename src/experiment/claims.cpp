@@ -8,15 +8,15 @@
 //   unary   := '-' unary | number | '(' sum ')' | name '(' args ')'
 #include <algorithm>
 #include <cctype>
-#include <iterator>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <stdexcept>
 
-#include "atoll/experiment.h"
 #include "atoll/cost.h"
+#include "atoll/experiment.h"
 #include "atoll/net.h"
 #include "util/stats.h"
 
@@ -155,8 +155,13 @@ class ClaimParser {
       auto it = runs_.find(run);
       if (it == runs_.end()) throw std::invalid_argument("claim check '" + s_ + "': run '" + run + "' has no results");
       const RunMetrics& r = it->second;
-      double v = name == "loss" ? r.loss : name == "ppl" ? r.ppl : name == "bytes" ? r.bytes : name == "time" ? r.time
-               : name == "corr" ? r.corr : name == "util" ? r.util : r.ttt;
+      double v = name == "loss"    ? r.loss
+                 : name == "ppl"   ? r.ppl
+                 : name == "bytes" ? r.bytes
+                 : name == "time"  ? r.time
+                 : name == "corr"  ? r.corr
+                 : name == "util"  ? r.util
+                                   : r.ttt;
       if (name == "ttt" && v < 0) v = std::numeric_limits<double>::infinity();
       show(name + "(" + run + ")=" + short_number(v));
       return v;

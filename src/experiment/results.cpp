@@ -62,17 +62,18 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
       const GroupFigures f = group_figures(g, spec.target_loss);
       std::string reduction = "—";
       if (ddp && fd.bytes_per_worker.mean > 0)
-        reduction = f.bytes_per_worker.mean > 0 ? format_number("%.3g×", fd.bytes_per_worker.mean / f.bytes_per_worker.mean)
-                                                : "no traffic";
+        reduction = f.bytes_per_worker.mean > 0
+                        ? format_number("%.3g×", fd.bytes_per_worker.mean / f.bytes_per_worker.mean)
+                        : "no traffic";
       std::string versus = "—";
       if (&g != &base) {
         const MeanInterval d = paired_loss_difference(g, base);
         versus = format_paired_difference(d, base_loss, "±");
         if (d.has_interval()) versus += " (" + difference_verdict(d) + ")";
       }
-      o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << workers_label(r) << " | " << r.steps << " | "
-        << format_mean_interval(f.loss, 4) << " | " << format_mean_interval(f.ppl, 3) << " | " << versus << " | "
-        << format_megabytes(f.bytes_per_worker.mean)
+      o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << workers_label(r) << " | " << r.steps
+        << " | " << format_mean_interval(f.loss, 4) << " | " << format_mean_interval(f.ppl, 3) << " | " << versus
+        << " | " << format_megabytes(f.bytes_per_worker.mean)
         << (f.bytes_per_worker.has_interval() && f.bytes_per_worker.half_width > 0
                 ? " ± " + format_megabytes(f.bytes_per_worker.half_width)
                 : std::string())
@@ -83,7 +84,8 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
           o << "never";
         else
           o << format_mean_interval(f.time_to_target, 1)
-            << (f.reached < f.seeds ? " (" + std::to_string(f.reached) + " of " + std::to_string(f.seeds) + " seeds)" : "");
+            << (f.reached < f.seeds ? " (" + std::to_string(f.reached) + " of " + std::to_string(f.seeds) + " seeds)"
+                                    : "");
       }
       o << " | " << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("—"))
         << " |\n";
@@ -114,18 +116,18 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
       held += v.outcome == ClaimVerdict::Holds;
       failed += v.outcome == ClaimVerdict::Fails;
       const std::string word = outcome_name(v.outcome);
-      o << "- " << (v.outcome == ClaimVerdict::Holds ? word : "**" + word + "**") << ": " << c.text << " — `"
-        << c.check << "`: " << v.detail << "\n";
+      o << "- " << (v.outcome == ClaimVerdict::Holds ? word : "**" + word + "**") << ": " << c.text << " — `" << c.check
+        << "`: " << v.detail << "\n";
     }
     o << "\n";
   }
   if (!missing.empty() || spec.claims.empty())
     s.verdict = missing.empty() ? "no checks" : "not run";
   else
-    s.verdict = held == checked              ? "reproduced"
-                : held > 0                   ? "partly reproduced"
-                : failed > 0                 ? "not reproduced"
-                                             : "inconclusive";
+    s.verdict = held == checked ? "reproduced"
+                : held > 0      ? "partly reproduced"
+                : failed > 0    ? "not reproduced"
+                                : "inconclusive";
   o << "**Verdict: " << s.verdict << "**";
   if (checked)
     o << " (" << held << " of " << checked << " checks hold, " << failed << " fail, " << checked - held - failed

@@ -4,11 +4,12 @@
 #include <poll.h>
 #include <sys/wait.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
-#include <cerrno>
-#include <csignal>
-#include <cmath>
 #include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,15 +19,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-#include <toml++/toml.h>
 
 #include "atoll/config.h"
 #include "atoll/experiment.h"
-#include "model/export.h"
 #include "atoll/report.h"
 #include "atoll/setup.h"
 #include "atoll/train.h"
 #include "launch/process.h"
+#include "model/export.h"
 #include "train/run_folder.h"
 #include "train/stop_signal.h"
 
@@ -83,8 +83,9 @@ std::vector<std::string> split(const std::string& text, char sep) {
 
 bool valid_run_name(const std::string& name) {
   if (name.empty() || name[0] == '.') return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; });
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
 }
 
 // "name: key=v key=v" -> a run.
@@ -94,7 +95,8 @@ SweepRun parse_run(const std::string& text, const std::string& preset) {
   run.name = text.substr(0, colon);
   run.name.erase(std::remove_if(run.name.begin(), run.name.end(), ::isspace), run.name.end());
   if (colon == std::string::npos || !valid_run_name(run.name))
-    bad(preset, "runs entry '" + text + "' must look like \"name: section.key=value ...\" (name: letters, digits, _ - .)");
+    bad(preset,
+        "runs entry '" + text + "' must look like \"name: section.key=value ...\" (name: letters, digits, _ - .)");
   run.overrides = split_words(text.substr(colon + 1));
   for (const auto& o : run.overrides)
     if (o.find('=') == std::string::npos)
@@ -158,16 +160,16 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   try {
     table = toml::parse(text.str(), preset);
   } catch (const toml::parse_error& e) {
-    throw std::invalid_argument(preset + ":" + std::to_string(e.source().begin.line) + ": TOML syntax error: " +
-                                std::string(e.description()));
+    throw std::invalid_argument(preset + ":" + std::to_string(e.source().begin.line) +
+                                ": TOML syntax error: " + std::string(e.description()));
   }
   const toml::table* sweep = table[kSweepSection].as_table();
   if (!sweep)
     throw std::invalid_argument(preset + " has no [sweep] section, so there is nothing to sweep (`atoll train " +
                                 preset + "` runs it once; add --grid to sweep it)");
-  static const std::set<std::string> known = {"name",  "id",       "title",    "paper_claim", "scaled",
-                                              "runs",  "grid",     "quick",    "baseline",    "target_loss",
-                                              "claim", "discussion", "seeds",   "effect"};
+  static const std::set<std::string> known = {"name",  "id",         "title", "paper_claim", "scaled",
+                                              "runs",  "grid",       "quick", "baseline",    "target_loss",
+                                              "claim", "discussion", "seeds", "effect"};
   for (auto&& [k, v] : *sweep) {
     if (!known.count(std::string(k.str()))) {
       std::string all;
@@ -196,7 +198,8 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
     spec.seeds = k->value<int64_t>().value_or(1);
   }
   if (seeds != 0) {
-    if (seeds < 1 || seeds > 100) throw std::invalid_argument("--seeds must be in 1..100 (got " + std::to_string(seeds) + ")");
+    if (seeds < 1 || seeds > 100)
+      throw std::invalid_argument("--seeds must be in 1..100 (got " + std::to_string(seeds) + ")");
     spec.seeds = seeds;
   }
   auto read_effect = [&](const toml::table& t) {
@@ -215,7 +218,8 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
       if (!t) bad(preset, "claims are [[sweep.claim]] tables with text and check");
       for (auto&& [k, v] : *t)
         if (k.str() != "text" && k.str() != "check" && k.str() != "effect")
-          bad(preset, "[[sweep.claim]] has an unknown key '" + std::string(k.str()) + "'; keys are text, check, effect");
+          bad(preset,
+              "[[sweep.claim]] has an unknown key '" + std::string(k.str()) + "'; keys are text, check, effect");
       SweepClaim claim{string_value(*t, "text", preset), string_value(*t, "check", preset), read_effect(*t)};
       if (claim.check.empty()) bad(preset, "a [[sweep.claim]] has no check");
       spec.claims.push_back(claim);
@@ -299,9 +303,9 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
 
 std::string sweep_dir(const SweepSpec& spec, const std::string& out_root) {
   std::string root = out_root;
-  if (root.empty()) root = load_config(spec.preset, spec.runs.empty() ? std::vector<std::string>{}
-                                                                       : spec.runs.front().overrides)
-                               .run.out_dir;
+  if (root.empty())
+    root = load_config(spec.preset, spec.runs.empty() ? std::vector<std::string>{} : spec.runs.front().overrides)
+               .run.out_dir;
   return (fs::path(root) / spec.name).string();
 }
 

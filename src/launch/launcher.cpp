@@ -63,39 +63,40 @@ std::string signal_text(int signo) {
   return "signal " + std::to_string(signo) + " (" + (name ? name : "unknown") + ")";
 }
 
-std::system_error sys_error(const std::string& what) {
-  return std::system_error(errno, std::system_category(), what);
-}
+std::system_error sys_error(const std::string& what) { return std::system_error(errno, std::system_category(), what); }
 
 // ---------------------------------------------------------------- options
 
 void validate(const LaunchOptions& opts) {
   if (opts.nproc < 1 || opts.nproc > kMaxProcs) {
-    throw std::invalid_argument("launch: nproc must be between 1 and " +
-                                std::to_string(kMaxProcs) + ", got " +
+    throw std::invalid_argument("launch: nproc must be between 1 and " + std::to_string(kMaxProcs) + ", got " +
                                 std::to_string(opts.nproc));
   }
   if (opts.argv.empty() || opts.argv[0].empty()) {
-    throw std::invalid_argument("launch: no program to run (argv must start with a program "
-                                "path or a name found on PATH)");
+    throw std::invalid_argument(
+        "launch: no program to run (argv must start with a program "
+        "path or a name found on PATH)");
   }
   if (opts.max_restarts < 0) throw std::invalid_argument("launch: max_restarts must be >= 0");
   if (opts.master_port < 0 || opts.master_port > 65535) {
-    throw std::invalid_argument("launch: master_port must be 1..65535, or 0 to pick a free "
-                                "port, got " + std::to_string(opts.master_port));
+    throw std::invalid_argument(
+        "launch: master_port must be 1..65535, or 0 to pick a free "
+        "port, got " +
+        std::to_string(opts.master_port));
   }
   if (opts.nnodes < 1 || opts.node_rank < 0 || opts.node_rank >= opts.nnodes) {
     throw std::invalid_argument("launch: nnodes must be >= 1 and node_rank in 0..nnodes-1, got nnodes " +
-                                std::to_string(opts.nnodes) + " and node_rank " +
-                                std::to_string(opts.node_rank));
+                                std::to_string(opts.nnodes) + " and node_rank " + std::to_string(opts.node_rank));
   }
   if (opts.nnodes > 1 && opts.master_port == 0) {
-    throw std::invalid_argument("launch: with nnodes > 1 every host must name the same master_port; "
-                                "pass one (e.g. 29500) instead of 0");
+    throw std::invalid_argument(
+        "launch: with nnodes > 1 every host must name the same master_port; "
+        "pass one (e.g. 29500) instead of 0");
   }
   if (opts.master_addr.empty()) {
-    throw std::invalid_argument("launch: master_addr must be a host name or address, "
-                                "e.g. 127.0.0.1");
+    throw std::invalid_argument(
+        "launch: master_addr must be a host name or address, "
+        "e.g. 127.0.0.1");
   }
   if (!(opts.grace_seconds >= 0) || !std::isfinite(opts.grace_seconds)) {
     throw std::invalid_argument("launch: grace_seconds must be a finite number >= 0, got " +
@@ -184,8 +185,12 @@ std::vector<std::string> rank_environment(const LaunchOptions& opts, int port, i
 class Launcher {
  public:
   Launcher(const LaunchOptions& opts, int port, const SignalScope& signals, int64_t restart)
-      : opts_(opts), port_(port), restart_(restart), signals_(signals),
-        out_(opts.out ? opts.out : &std::cout), err_(opts.err ? opts.err : &std::cerr) {}
+      : opts_(opts),
+        port_(port),
+        restart_(restart),
+        signals_(signals),
+        out_(opts.out ? opts.out : &std::cout),
+        err_(opts.err ? opts.err : &std::cerr) {}
 
   // Safety net for exceptions: nothing may outlive launch_local().
   ~Launcher() {
@@ -257,8 +262,7 @@ class Launcher {
     while (any_alive()) {
       int timeout = kPollCapMs;
       if (shutting_down_ && !killed_) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline_ - Clock::now()).count() + 1;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count() + 1;
         timeout = static_cast<int>(std::clamp<int64_t>(left, 0, kPollCapMs));
       }
       fds.assign(1, pollfd{signals_.wake_fd(), POLLIN, 0});
@@ -367,8 +371,8 @@ class Launcher {
 
   void begin_shutdown(int signo) {
     shutting_down_ = true;
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(opts_.grace_seconds));
+    deadline_ =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts_.grace_seconds));
     for (const Rank& r : ranks_) {
       if (r.child.alive) signal_group(r.child, signo);
     }
@@ -453,8 +457,7 @@ int pick_free_port(const std::string& addr) {
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
   if (const int rc = getaddrinfo(addr.c_str(), "0", &hints, &found); rc != 0) {
-    throw std::runtime_error("launch: cannot resolve master_addr '" + addr +
-                             "': " + gai_strerror(rc));
+    throw std::runtime_error("launch: cannot resolve master_addr '" + addr + "': " + gai_strerror(rc));
   }
   int port = 0, last_errno = 0;
   for (addrinfo* ai = found; ai && port == 0; ai = ai->ai_next) {
@@ -465,11 +468,9 @@ int pick_free_port(const std::string& addr) {
     }
     sockaddr_storage bound{};
     socklen_t len = sizeof(bound);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
-      port = bound.ss_family == AF_INET6
-                 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                 : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
+      port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                         : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     } else {
       last_errno = errno;
     }
@@ -477,8 +478,8 @@ int pick_free_port(const std::string& addr) {
   }
   freeaddrinfo(found);
   if (port == 0) {
-    throw std::runtime_error("launch: cannot pick a free port on '" + addr + "': " +
-                             errno_text(last_errno) + " (is it an address of this host?)");
+    throw std::runtime_error("launch: cannot pick a free port on '" + addr + "': " + errno_text(last_errno) +
+                             " (is it an address of this host?)");
   }
   return port;
 }
@@ -493,8 +494,9 @@ LaunchResult launch_local(const LaunchOptions& given) {
       std::getenv("ATOLL_JOB_TOKEN_FILE") == nullptr)
     opts.job_token = to_hex(random_bytes(kJobTokenBytes));
   if (g_busy.exchange(true)) {
-    throw std::runtime_error("launch: another launch_local() is already running in this "
-                             "process");
+    throw std::runtime_error(
+        "launch: another launch_local() is already running in this "
+        "process");
   }
   struct Release {
     ~Release() { g_busy.store(false); }

@@ -17,9 +17,7 @@ extern char** environ;
 namespace atl {
 namespace {
 
-std::system_error sys_error(const std::string& what) {
-  return std::system_error(errno, std::system_category(), what);
-}
+std::system_error sys_error(const std::string& what) { return std::system_error(errno, std::system_category(), what); }
 
 // Moves a fresh fd to >= 3 (keeping close-on-exec): if the caller had closed
 // stdin/stdout/stderr, a pipe could land on 0..2 and the child's dup2() onto
@@ -39,8 +37,7 @@ void make_pipe(int fds[2], bool nonblocking_read) {
   if (pipe2(fds, O_CLOEXEC) != 0) throw sys_error("cannot create a pipe");
   fds[0] = above_stdio(fds[0]);
   fds[1] = above_stdio(fds[1]);
-  if (fds[0] < 0 || fds[1] < 0 ||
-      (nonblocking_read && fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0)) {
+  if (fds[0] < 0 || fds[1] < 0 || (nonblocking_read && fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0)) {
     const int saved = errno;
     close_fd(fds[0]);
     close_fd(fds[1]);
@@ -64,8 +61,8 @@ struct SpawnFds {
 
 // Runs in the child after fork(): async-signal-safe calls only. Never
 // returns. out_fd/err_fd < 0: keep the parent's.
-[[noreturn]] void exec_child(const ExecPlan& plan, char* const* envp, const SpawnOptions& options,
-                             pid_t parent, int stdin_fd, int out_fd, int err_fd, int status_fd) {
+[[noreturn]] void exec_child(const ExecPlan& plan, char* const* envp, const SpawnOptions& options, pid_t parent,
+                             int stdin_fd, int out_fd, int err_fd, int status_fd) {
   if (options.signals) options.signals->latch().reset_in_child();
   // Children start with nothing blocked, whatever the calling thread blocks:
   // a child with SIGTERM blocked could only be stopped by SIGKILL.
@@ -83,8 +80,7 @@ struct SpawnFds {
 #else
   (void)parent;
 #endif
-  if (dup2(stdin_fd, 0) < 0 || (out_fd >= 0 && dup2(out_fd, 1) < 0) ||
-      (err_fd >= 0 && dup2(err_fd, 2) < 0)) {
+  if (dup2(stdin_fd, 0) < 0 || (out_fd >= 0 && dup2(out_fd, 1) < 0) || (err_fd >= 0 && dup2(err_fd, 2) < 0)) {
     const int e = errno;
     (void)!write(status_fd, &e, sizeof(e));
     _exit(127);
@@ -98,8 +94,7 @@ struct SpawnFds {
     error = errno;
     if (error == EACCES) {
       denied = true;
-    } else if (error != ENOENT && error != ENOTDIR && error != ESTALE && error != ELOOP &&
-               error != ENAMETOOLONG) {
+    } else if (error != ENOENT && error != ENOTDIR && error != ESTALE && error != ELOOP && error != ENAMETOOLONG) {
       break;
     }
   }
@@ -185,8 +180,8 @@ Child spawn(const ExecPlan& plan, const SpawnOptions& options, OutputPipes* pipe
     out_fd = fds.out[1];
     err_fd = fds.err[1];
   } else if (!options.log_file.empty()) {
-    fds.log = above_stdio(open(options.log_file.c_str(),
-                               O_WRONLY | O_CREAT | O_CLOEXEC | (options.append ? O_APPEND : O_TRUNC), 0644));
+    fds.log = above_stdio(
+        open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (options.append ? O_APPEND : O_TRUNC), 0644));
     if (fds.log < 0) throw sys_error("cannot open '" + options.log_file + "'");
     out_fd = err_fd = fds.log;
   }
@@ -200,8 +195,7 @@ Child spawn(const ExecPlan& plan, const SpawnOptions& options, OutputPipes* pipe
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
-    exec_child(plan, options.env ? envp.data() : environ, options, parent, fds.devnull, out_fd, err_fd,
-               fds.status[1]);
+    exec_child(plan, options.env ? envp.data() : environ, options, parent, fds.devnull, out_fd, err_fd, fds.status[1]);
   }
   const int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);

@@ -58,7 +58,7 @@ class SignalScope {
   };
   static SignalLatchOptions waking(SignalLatchOptions options, int wake_fd);
 
-  Pipe pipe_;          // made before the latch writes to it, closed after it is gone
+  Pipe pipe_;  // made before the latch writes to it, closed after it is gone
   SignalLatch latch_;
 };
 
@@ -76,12 +76,12 @@ ExecPlan plan_exec(const std::vector<std::string>& argv);
 struct SpawnOptions {
   const std::vector<std::string>* env = nullptr;  // the child's whole environment
                                                   // ("KEY=value"); nullptr: ours
-  std::string log_file;          // stdout and stderr both into this file (0644), unless pipes
-                                 // are asked for; "" and no pipes: they are ours
-  bool append = false;           // log_file: continue it rather than start it empty
-  bool die_with_parent = false;  // Linux: SIGTERM to the child when the forking thread ends
-                                 // (PR_SET_PDEATHSIG), so a SIGKILLed parent leaves no job behind
-  const SignalScope* signals = nullptr;  // the handlers the child drops before exec
+  std::string log_file;                           // stdout and stderr both into this file (0644), unless pipes
+                                                  // are asked for; "" and no pipes: they are ours
+  bool append = false;                            // log_file: continue it rather than start it empty
+  bool die_with_parent = false;                   // Linux: SIGTERM to the child when the forking thread ends
+                                                  // (PR_SET_PDEATHSIG), so a SIGKILLed parent leaves no job behind
+  const SignalScope* signals = nullptr;           // the handlers the child drops before exec
 };
 
 // Read ends of a child's stdout and stderr: non-blocking, close-on-exec (so

@@ -58,8 +58,8 @@ void load_exported_tensors(Model& model, const ModelConfig& cfg, const std::vect
   if (cfg.kind == "gpt") used.insert("lm_head.weight");
   for (const auto& [name, t] : given)
     if (!used.count(name))
-      throw std::runtime_error(source + ": tensor '" + name + "' is not a parameter of this model (model.kind = " +
-                               cfg.kind + ")");
+      throw std::runtime_error(source + ": tensor '" + name +
+                               "' is not a parameter of this model (model.kind = " + cfg.kind + ")");
 }
 
 }  // namespace atl

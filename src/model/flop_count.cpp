@@ -21,13 +21,13 @@ namespace {
 // rows costs 2 K per output element; `operand` is the input whose last
 // dimension is K.
 enum class Rule {
-  kContract,      // 2 K per output element (mm, addmm, bmm, matmul, linear, mv...)
-  kBatchSum,      // addbmm: the output sums the B products, 2 K B per output element
-  kDot,           // dot, vdot: 2 x the vectors' length
-  kConv,          // 2 x (C_in / groups) x kernel per output element; weight = input 1
+  kContract,        // 2 K per output element (mm, addmm, bmm, matmul, linear, mv...)
+  kBatchSum,        // addbmm: the output sums the B products, 2 K B per output element
+  kDot,             // dot, vdot: 2 x the vectors' length
+  kConv,            // 2 x (C_in / groups) x kernel per output element; weight = input 1
   kConvTransposed,  // every input element meets (C_out / groups) x kernel weights
-  kConvEither,    // aten::convolution, _convolution: input 6 says which
-  kAttention,     // softmax(Q K^T) V: 2 L S (E + E_v) per batch and head
+  kConvEither,      // aten::convolution, _convolution: input 6 says which
+  kAttention,       // softmax(Q K^T) V: 2 L S (E + E_v) per batch and head
 };
 
 struct OpRule {
@@ -250,8 +250,9 @@ const FlopCount& ProductFlopCounter::count() const { return state_->count; }
 
 double count_training_flops_per_example(Model& model, const at::Tensor& x, const at::Tensor& y) {
   if (!x.defined() || x.dim() < 1 || x.size(0) < 1)
-    throw std::invalid_argument("counting the model's FLOPs needs an example batch, and the data gave none: set "
-                                "model.flops_per_sample (training FLOPs of one example)");
+    throw std::invalid_argument(
+        "counting the model's FLOPs needs an example batch, and the data gave none: set "
+        "model.flops_per_sample (training FLOPs of one example)");
   double forward = 0;
   {
     CountingPass pass(model);

@@ -34,15 +34,14 @@ class BlockImpl : public torch::nn::Module {
       : n_head_(c.n_head),
         dropout_(c.dropout),
         ln1(register_module("ln_1", LayerNorm(c.n_embd, c.bias))),
-        c_attn(register_module(
-            "c_attn", torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, 3 * c.n_embd).bias(c.bias)))),
-        attn_proj(register_module(
-            "attn_proj", torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, c.n_embd).bias(c.bias)))),
+        c_attn(register_module("c_attn",
+                               torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, 3 * c.n_embd).bias(c.bias)))),
+        attn_proj(
+            register_module("attn_proj", torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, c.n_embd).bias(c.bias)))),
         ln2(register_module("ln_2", LayerNorm(c.n_embd, c.bias))),
-        c_fc(register_module(
-            "c_fc", torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, 4 * c.n_embd).bias(c.bias)))),
-        mlp_proj(register_module(
-            "mlp_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * c.n_embd, c.n_embd).bias(c.bias)))) {}
+        c_fc(register_module("c_fc", torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, 4 * c.n_embd).bias(c.bias)))),
+        mlp_proj(register_module("mlp_proj",
+                                 torch::nn::Linear(torch::nn::LinearOptions(4 * c.n_embd, c.n_embd).bias(c.bias)))) {}
 
   // x: (B, T, C); mask: (T, T) bool, true above the diagonal (future positions).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& mask) {
@@ -83,8 +82,7 @@ class GPT : public Model {
   GPT(const ModelConfig& c, int64_t vocab, uint64_t seed) : cfg_(c), vocab_(vocab) {
     wte = register_parameter("wte", at::empty({vocab, c.n_embd}));
     wpe = register_parameter("wpe", at::empty({c.block_size, c.n_embd}));
-    for (int64_t l = 0; l < c.n_layer; ++l)
-      blocks.push_back(register_module("h" + std::to_string(l), Block(c)));
+    for (int64_t l = 0; l < c.n_layer; ++l) blocks.push_back(register_module("h" + std::to_string(l), Block(c)));
     ln_f = register_module("ln_f", LayerNorm(c.n_embd, c.bias));
     mask_ = at::ones({c.block_size, c.block_size}, at::kBool).triu(1);
 
@@ -112,12 +110,11 @@ class GPT : public Model {
     const int64_t B = x.size(0), T = x.size(1);
     at::Tensor per_token = at::cross_entropy_loss(logits(x).view({-1, vocab_}), y.reshape({-1}),
                                                   /*weight=*/{}, at::Reduction::None);  // (B * T)
-    return per_token.view({B, T}).mean(1);  // (B)
+    return per_token.view({B, T}).mean(1);                                              // (B)
   }
 
   double flops_per_token() const override {
-    return 6.0 * double(num_params()) +
-           12.0 * double(cfg_.n_layer) * double(cfg_.block_size) * double(cfg_.n_embd);
+    return 6.0 * double(num_params()) + 12.0 * double(cfg_.n_layer) * double(cfg_.block_size) * double(cfg_.n_embd);
   }
   int64_t tokens_per_example() const override { return cfg_.block_size; }
   at::Tensor next_token_logits(const at::Tensor& x) override { return logits(x); }

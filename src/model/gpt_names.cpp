@@ -22,12 +22,18 @@ struct Names {
 // children in the order model.py assigns them (Block: ln_1, attn, ln_2, mlp).
 const Names kBefore[] = {{"wte", "transformer.wte.weight"}, {"wpe", "transformer.wpe.weight"}};
 const Names kBlock[] = {
-    {"ln_1.weight", "ln_1.weight"},           {"ln_1.bias", "ln_1.bias"},
-    {"c_attn.weight", "attn.c_attn.weight"},  {"c_attn.bias", "attn.c_attn.bias"},
-    {"attn_proj.weight", "attn.c_proj.weight"}, {"attn_proj.bias", "attn.c_proj.bias"},
-    {"ln_2.weight", "ln_2.weight"},           {"ln_2.bias", "ln_2.bias"},
-    {"c_fc.weight", "mlp.c_fc.weight"},       {"c_fc.bias", "mlp.c_fc.bias"},
-    {"mlp_proj.weight", "mlp.c_proj.weight"}, {"mlp_proj.bias", "mlp.c_proj.bias"},
+    {"ln_1.weight", "ln_1.weight"},
+    {"ln_1.bias", "ln_1.bias"},
+    {"c_attn.weight", "attn.c_attn.weight"},
+    {"c_attn.bias", "attn.c_attn.bias"},
+    {"attn_proj.weight", "attn.c_proj.weight"},
+    {"attn_proj.bias", "attn.c_proj.bias"},
+    {"ln_2.weight", "ln_2.weight"},
+    {"ln_2.bias", "ln_2.bias"},
+    {"c_fc.weight", "mlp.c_fc.weight"},
+    {"c_fc.bias", "mlp.c_fc.bias"},
+    {"mlp_proj.weight", "mlp.c_proj.weight"},
+    {"mlp_proj.bias", "mlp.c_proj.bias"},
 };
 const Names kAfter[] = {{"ln_f.weight", "transformer.ln_f.weight"}, {"ln_f.bias", "transformer.ln_f.bias"}};
 constexpr int kBlockSlots = sizeof kBlock / sizeof kBlock[0];
@@ -85,8 +91,9 @@ std::string nanogpt_name(const std::string& atoll_name) {
 
 std::string atoll_gpt_name(const std::string& nanogpt) {
   if (nanogpt == kNanogptLmHead)
-    throw std::invalid_argument(std::string(kNanogptLmHead) +
-                                " is tied to transformer.wte.weight: the built-in GPT has one parameter (wte) for both");
+    throw std::invalid_argument(
+        std::string(kNanogptLmHead) +
+        " is tied to transformer.wte.weight: the built-in GPT has one parameter (wte) for both");
   const std::optional<Where> w = locate(nanogpt, true);
   if (!w) throw std::invalid_argument("'" + nanogpt + "' is not a parameter name of nanoGPT's GPT");
   return name_of(*w, false);

@@ -36,9 +36,7 @@ class Mlp : public Model {
     at::Generator gen = make_init_generator(seed);
     for (auto* l : {&fc1, &fc2, &fc3}) init_uniform((*l)->weight, (*l)->bias, (*l)->weight.size(1), gen);
   }
-  at::Tensor loss(const at::Tensor& x, const at::Tensor& y) override {
-    return at::cross_entropy_loss(logits(x), y);
-  }
+  at::Tensor loss(const at::Tensor& x, const at::Tensor& y) override { return at::cross_entropy_loss(logits(x), y); }
   at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) override {
     return at::cross_entropy_loss(logits(x), y, /*weight=*/{}, at::Reduction::None);  // (B)
   }
@@ -67,9 +65,7 @@ class Cnn : public Model {
     init_uniform(conv2->weight, conv2->bias, 16 * 25, gen);
     init_uniform(fc->weight, fc->bias, 32 * 16, gen);
   }
-  at::Tensor loss(const at::Tensor& x, const at::Tensor& y) override {
-    return at::cross_entropy_loss(logits(x), y);
-  }
+  at::Tensor loss(const at::Tensor& x, const at::Tensor& y) override { return at::cross_entropy_loss(logits(x), y); }
   at::Tensor example_losses(const at::Tensor& x, const at::Tensor& y) override {
     return at::cross_entropy_loss(logits(x), y, /*weight=*/{}, at::Reduction::None);  // (B)
   }
@@ -93,11 +89,7 @@ class Cnn : public Model {
 
 }  // namespace
 
-std::shared_ptr<Model> make_mlp(const ModelConfig& cfg, uint64_t seed) {
-  return std::make_shared<Mlp>(cfg, seed);
-}
-std::shared_ptr<Model> make_cnn(const ModelConfig& cfg, uint64_t seed) {
-  return std::make_shared<Cnn>(cfg, seed);
-}
+std::shared_ptr<Model> make_mlp(const ModelConfig& cfg, uint64_t seed) { return std::make_shared<Mlp>(cfg, seed); }
+std::shared_ptr<Model> make_cnn(const ModelConfig& cfg, uint64_t seed) { return std::make_shared<Cnn>(cfg, seed); }
 
 }  // namespace atl

@@ -17,9 +17,9 @@ namespace atl {
 // What the CPU offers for bf16 products (oneDNN's test: AVX-512 BW, VL and
 // DQ, with native AVX512_BF16 the fast path).
 struct CpuBf16Features {
-  bool onednn = false;           // LibTorch was built with oneDNN (MKLDNN)
-  bool avx512_core = false;      // AVX-512 F, BW, VL and DQ
-  bool avx512_bf16 = false;      // native bf16 dot products
+  bool onednn = false;       // LibTorch was built with oneDNN (MKLDNN)
+  bool avx512_core = false;  // AVX-512 F, BW, VL and DQ
+  bool avx512_bf16 = false;  // native bf16 dot products
 };
 CpuBf16Features this_cpu_bf16_features();
 

@@ -30,16 +30,16 @@ struct Dtype {
 
 // Every dtype both the format and LibTorch 1.13 have.
 const Dtype kDtypes[] = {
-    {"BOOL", at::kBool, 1},  {"U8", at::kByte, 1},  {"I8", at::kChar, 1},         {"I16", at::kShort, 2},
-    {"I32", at::kInt, 4},    {"I64", at::kLong, 8}, {"F16", at::kHalf, 2},        {"BF16", at::kBFloat16, 2},
-    {"F32", at::kFloat, 4},  {"F64", at::kDouble, 8},
+    {"BOOL", at::kBool, 1}, {"U8", at::kByte, 1},    {"I8", at::kChar, 1},  {"I16", at::kShort, 2},
+    {"I32", at::kInt, 4},   {"I64", at::kLong, 8},   {"F16", at::kHalf, 2}, {"BF16", at::kBFloat16, 2},
+    {"F32", at::kFloat, 4}, {"F64", at::kDouble, 8},
 };
 const char* const kSupportedList = "BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64";
 
 // Valid safetensors dtypes without a LibTorch 1.13 type: named in the error
 // so that a user knows the file is fine and atoll is the limit.
-const char* const kUnsupported[] = {"U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0",
-                                    "F6_E2M3", "F6_E3M2", "F4", "C64"};
+const char* const kUnsupported[] = {"U16",     "U32",     "U64",     "F8_E4M3", "F8_E5M2",
+                                    "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",      "C64"};
 
 // The reference implementation refuses headers above 100 MB: a header that
 // large is an attack or a mistake, and its JSON would take gigabytes.
@@ -63,9 +63,7 @@ const Dtype* dtype_of(at::ScalarType type) {
 
 // A name as JSON (quoted, escaped) for messages: control characters and
 // invalid UTF-8 (replaced) cannot garble a terminal.
-std::string shown(const std::string& s) {
-  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string shown(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // A string as JSON for the header; the format requires UTF-8.
 std::string json_string(const std::string& s, const std::string& what) {
@@ -84,14 +82,22 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 std::string kind_of(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::binary: return "binary";
-    case json::value_t::discarded: return "nothing";
-    default: return "the number " + v.dump();
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::binary:
+      return "binary";
+    case json::value_t::discarded:
+      return "nothing";
+    default:
+      return "the number " + v.dump();
   }
 }
 
@@ -134,8 +140,9 @@ json parse_header(const char* begin, const char* end, const Failer& fail) {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
         if (depth > 2)
-          fail(where(depth) + ": a value is nested deeper than the format allows "
-                              "(an entry is an object of a string and arrays of integers)");
+          fail(where(depth) +
+               ": a value is nested deeper than the format allows "
+               "(an entry is an object of a string and arrays of integers)");
         if (event == json::parse_event_t::object_start) keys.emplace_back();
         break;
       case json::parse_event_t::object_end:
@@ -150,7 +157,8 @@ json parse_header(const char* begin, const char* end, const Failer& fail) {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     return true;
   };
@@ -186,8 +194,10 @@ Entry parse_entry(const std::string& name, const json& v, uint64_t buffer_size, 
   if (!e.dtype) {
     for (const char* u : kUnsupported)
       if (dtype_name == u)
-        fail(who + ": dtype " + dtype_name + " is valid safetensors but atoll cannot read it (LibTorch 1.13 has no such "
-                   "type; readable: " + kSupportedList + ")");
+        fail(who + ": dtype " + dtype_name +
+             " is valid safetensors but atoll cannot read it (LibTorch 1.13 has no such "
+             "type; readable: " +
+             kSupportedList + ")");
     fail(who + ": unknown dtype " + shown(dtype_name) + " (readable: " + kSupportedList + ")");
   }
 
@@ -203,8 +213,10 @@ Entry parse_entry(const std::string& name, const json& v, uint64_t buffer_size, 
   for (size_t i = 0; i < shape.size(); ++i) {
     const uint64_t d = non_negative(shape[i], fail, who + ": shape dimension " + std::to_string(i));
     e.shape.push_back(static_cast<int64_t>(d));
-    if (d == 0) elements = 0;
-    else overflow |= __builtin_mul_overflow(nonzero, d, &nonzero);
+    if (d == 0)
+      elements = 0;
+    else
+      overflow |= __builtin_mul_overflow(nonzero, d, &nonzero);
   }
   uint64_t nonzero_bytes = 0;
   overflow |= __builtin_mul_overflow(nonzero, e.dtype->itemsize, &nonzero_bytes);
@@ -225,8 +237,8 @@ Entry parse_entry(const std::string& name, const json& v, uint64_t buffer_size, 
   if (e.end > buffer_size)
     fail(who + ": " + range + " go past the end of the data buffer (" + std::to_string(buffer_size) + " bytes)");
   if (e.end - e.begin != nbytes)
-    fail(who + ": " + range + " hold " + std::to_string(e.end - e.begin) + " bytes, but shape " +
-         shape_text(e.shape) + " of " + e.dtype->name + " needs " + std::to_string(nbytes));
+    fail(who + ": " + range + " hold " + std::to_string(e.end - e.begin) + " bytes, but shape " + shape_text(e.shape) +
+         " of " + e.dtype->name + " needs " + std::to_string(nbytes));
   return e;
 }
 
@@ -253,7 +265,8 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& s
   const uint64_t after_size = bytes.size() - 8;
   if (header_size < 2) fail("header size " + std::to_string(header_size) + " is too small for a JSON object");
   if (header_size > kMaxHeaderBytes)
-    fail("header size " + std::to_string(header_size) + " is above the format's limit of 100 MB "
+    fail("header size " + std::to_string(header_size) +
+         " is above the format's limit of 100 MB "
          "(a damaged file, or not a safetensors file)");
   if (header_size > after_size)
     fail("header size " + std::to_string(header_size) + " goes past the end of the file (" +
@@ -267,8 +280,10 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& s
   SafetensorsFile out;
   std::vector<Entry> entries;
   for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") out.metadata = parse_metadata(it.value(), fail);
-    else entries.push_back(parse_entry(it.key(), it.value(), buffer_size, fail));
+    if (it.key() == "__metadata__")
+      out.metadata = parse_metadata(it.value(), fail);
+    else
+      entries.push_back(parse_entry(it.key(), it.value(), buffer_size, fail));
   }
 
   // The format requires the byte ranges to tile the buffer: sorted, each
@@ -279,8 +294,8 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& s
   uint64_t covered = 0;
   const Entry* previous = nullptr;
   for (const Entry& e : entries) {
-    const std::string who = "tensor " + shown(e.name) + " (bytes [" + std::to_string(e.begin) + ", " +
-                            std::to_string(e.end) + "))";
+    const std::string who =
+        "tensor " + shown(e.name) + " (bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "))";
     if (e.begin < covered)
       fail(who + " overlaps tensor " + shown(previous->name) + " (bytes [" + std::to_string(previous->begin) + ", " +
            std::to_string(previous->end) + "))");

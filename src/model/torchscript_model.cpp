@@ -231,7 +231,8 @@ class TorchScriptModel final : public Model {
                              "forward(inputs) -> outputs or forward(inputs, targets) -> mean loss");
     if (args == 3) {
       if (cfg_.loss != "auto")
-        throw TorchScriptError(where() + "model.loss = '" + cfg_.loss + "', but forward(inputs, targets) computes its " +
+        throw TorchScriptError(where() + "model.loss = '" + cfg_.loss +
+                               "', but forward(inputs, targets) computes its " +
                                "own loss: leave model.loss = 'auto', or make forward take only the inputs");
       scoring_ = "module";
     } else {
@@ -254,8 +255,7 @@ class TorchScriptModel final : public Model {
       throw TorchScriptError(where() + method + " failed on inputs " + shape_text(x) + targets + ": " +
                              first_line(e.what_without_backtrace()));
     }
-    if (!out.isTensor())
-      throw TorchScriptError(where() + method + " returned a " + out.tagKind() + ", not a tensor");
+    if (!out.isTensor()) throw TorchScriptError(where() + method + " returned a " + out.tagKind() + ", not a tensor");
     return out.toTensor();
   }
 
@@ -301,7 +301,7 @@ class TorchScriptModel final : public Model {
   int64_t tokens_per_example_;
   std::map<std::string, std::shared_ptr<torch::nn::Module>> holders_;
   std::vector<std::pair<std::string, std::string>> aliases_;  // (alias, parameter name)
-  std::string scoring_;  // module | cross_entropy | mse
+  std::string scoring_;                                       // module | cross_entropy | mse
   bool has_example_losses_ = false;
 };
 

@@ -10,8 +10,10 @@ namespace atl {
 
 void VirtualClock::advance_compute(double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) {
-    throw std::invalid_argument("VirtualClock::advance_compute: compute time must be a finite "
-                                "number >= 0 s, got " + std::to_string(seconds));
+    throw std::invalid_argument(
+        "VirtualClock::advance_compute: compute time must be a finite "
+        "number >= 0 s, got " +
+        std::to_string(seconds));
   }
   now_ += seconds;
   compute_ += seconds;

@@ -48,12 +48,23 @@ ByteCount parameter_server_bytes(double, double s) {
 
 const std::vector<CollectiveAlgorithm>& collective_algorithms() {
   static const std::vector<CollectiveAlgorithm> table = {
-      {CollectiveAlgo::Ring, "ring", {}, "2(N-1) latencies, 2(N-1)/N of the payload each way", ring_seconds,
+      {CollectiveAlgo::Ring,
+       "ring",
+       {},
+       "2(N-1) latencies, 2(N-1)/N of the payload each way",
+       ring_seconds,
        ring_bytes},
-      {CollectiveAlgo::Tree, "tree", {}, "recursive halving/doubling: 2 lg N latencies, the ring's bytes",
-       tree_seconds, ring_bytes},
-      {CollectiveAlgo::ParameterServer, "ps", {"parameter-server"},
-       "through one server whose link carries N payloads (network.server_bandwidth)", parameter_server_seconds,
+      {CollectiveAlgo::Tree,
+       "tree",
+       {},
+       "recursive halving/doubling: 2 lg N latencies, the ring's bytes",
+       tree_seconds,
+       ring_bytes},
+      {CollectiveAlgo::ParameterServer,
+       "ps",
+       {"parameter-server"},
+       "through one server whose link carries N payloads (network.server_bandwidth)",
+       parameter_server_seconds,
        parameter_server_bytes},
   };
   return table;

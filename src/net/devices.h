@@ -19,7 +19,7 @@ struct ComputeDevice {
   std::string what;       // the hardware it stands for
 };
 const std::vector<ComputeDevice>& compute_devices();
-std::string compute_device_names();  // "cpu2 | a100 | ..."
+std::string compute_device_names();                                 // "cpu2 | a100 | ..."
 const ComputeDevice* find_compute_device(const std::string& name);  // nullptr if unknown
 // Peak FLOP/s the modelled clock uses: network.device_flops when > 0, else
 // the named device's fp32 rate. Throws std::invalid_argument for an unknown device.

@@ -100,8 +100,7 @@ double tree_children(int64_t j, int64_t d) {
 
 }  // namespace
 
-IslandNetwork::IslandNetwork(NetworkModel wan, Link intra, int64_t devices, IslandExchange exchange,
-                             bool shared_uplink)
+IslandNetwork::IslandNetwork(NetworkModel wan, Link intra, int64_t devices, IslandExchange exchange, bool shared_uplink)
     : wan_(std::move(wan)),
       wan_per_device_(wan_),
       shared_uplink_(shared_uplink),
@@ -109,8 +108,7 @@ IslandNetwork::IslandNetwork(NetworkModel wan, Link intra, int64_t devices, Isla
       devices_(devices),
       exchange_(exchange) {
   if (devices_ < 1) {
-    throw std::invalid_argument("islands.devices must be >= 1 device per island, got " +
-                                std::to_string(devices_));
+    throw std::invalid_argument("islands.devices must be >= 1 device per island, got " + std::to_string(devices_));
   }
   if (!(intra_.bandwidth > 0) || !std::isfinite(intra_.bandwidth)) {
     throw std::invalid_argument("network.intra_bandwidth must be a finite rate > 0 bytes/s, got " +
@@ -124,9 +122,8 @@ IslandNetwork::IslandNetwork(NetworkModel wan, Link intra, int64_t devices, Isla
   if (shared_uplink_ && devices_ > 1) wan_per_device_ = wan_.with_bandwidth_scaled(1.0 / static_cast<double>(devices_));
 }
 
-OpCharge IslandNetwork::charge(CommOp op, double payload, double largest, double others, int64_t device,
-                               bool is_root, const std::vector<int64_t>& participants,
-                               uint64_t op_index) const {
+OpCharge IslandNetwork::charge(CommOp op, double payload, double largest, double others, int64_t device, bool is_root,
+                               const std::vector<int64_t>& participants, uint64_t op_index) const {
   if (device < 0 || device >= devices_) {
     throw std::out_of_range("IslandNetwork::charge: device " + std::to_string(device) + " outside 0.." +
                             std::to_string(devices_ - 1));

@@ -28,8 +28,7 @@ ByteCount bytes_for(CommOp op, CollectiveAlgo algo, double payload, int64_t worl
     throw std::invalid_argument("bytes_for: world size must be >= 1, got " + std::to_string(world));
   }
   if (!(payload >= 0)) {
-    throw std::invalid_argument("bytes_for: payload must be >= 0 bytes, got " +
-                                std::to_string(payload));
+    throw std::invalid_argument("bytes_for: payload must be >= 0 bytes, got " + std::to_string(payload));
   }
   ByteCount c;
   if (world == 1) return c;
@@ -64,22 +63,16 @@ ByteCount bytes_for(CommOp op, CollectiveAlgo algo, double payload, int64_t worl
   return c;
 }
 
-NetworkModel::NetworkModel(std::vector<Link> links, CollectiveAlgo algo, double server_bandwidth,
-                           double jitter, uint64_t seed)
-    : links_(std::move(links)),
-      algo_(algo),
-      server_bandwidth_(server_bandwidth),
-      jitter_(jitter),
-      seed_(seed) {
+NetworkModel::NetworkModel(std::vector<Link> links, CollectiveAlgo algo, double server_bandwidth, double jitter,
+                           uint64_t seed)
+    : links_(std::move(links)), algo_(algo), server_bandwidth_(server_bandwidth), jitter_(jitter), seed_(seed) {
   if (links_.empty()) throw std::invalid_argument("NetworkModel: need at least one link");
   for (std::size_t i = 0; i < links_.size(); ++i) {
     if (!(links_[i].bandwidth > 0) || !std::isfinite(links_[i].bandwidth)) {
-      throw std::invalid_argument("NetworkModel: link " + std::to_string(i) +
-                                  " bandwidth must be > 0 bytes/s");
+      throw std::invalid_argument("NetworkModel: link " + std::to_string(i) + " bandwidth must be > 0 bytes/s");
     }
     if (!(links_[i].latency >= 0) || !std::isfinite(links_[i].latency)) {
-      throw std::invalid_argument("NetworkModel: link " + std::to_string(i) +
-                                  " latency must be >= 0 s");
+      throw std::invalid_argument("NetworkModel: link " + std::to_string(i) + " latency must be >= 0 s");
     }
   }
   if (std::isnan(server_bandwidth_)) {
@@ -90,8 +83,7 @@ NetworkModel::NetworkModel(std::vector<Link> links, CollectiveAlgo algo, double 
   }
 }
 
-double NetworkModel::op_seconds(CommOp op, double payload,
-                                const std::vector<int64_t>& participants,
+double NetworkModel::op_seconds(CommOp op, double payload, const std::vector<int64_t>& participants,
                                 uint64_t op_index) const {
   return op_seconds_for(op, payload, participants, static_cast<int64_t>(participants.size()), op_index);
 }
@@ -100,15 +92,14 @@ double NetworkModel::op_seconds(CommOp op, double payload,
 // 2(n-1)/n share); the links of `participants` set beta and alpha. A flat
 // ring over the D devices of each of p islands is n = p*D ranks on the
 // islands' wide-area links.
-double NetworkModel::op_seconds_for(CommOp op, double payload, const std::vector<int64_t>& participants,
-                                    int64_t n, uint64_t op_index) const {
+double NetworkModel::op_seconds_for(CommOp op, double payload, const std::vector<int64_t>& participants, int64_t n,
+                                    uint64_t op_index) const {
   if (!(payload >= 0)) {
     throw std::invalid_argument("NetworkModel::op_seconds: payload must be >= 0 bytes");
   }
   if (n < static_cast<int64_t>(participants.size())) {
-    throw std::invalid_argument("NetworkModel::op_seconds_for: n = " + std::to_string(n) +
-                                " ranks is fewer than the " + std::to_string(participants.size()) +
-                                " participants whose links they use");
+    throw std::invalid_argument("NetworkModel::op_seconds_for: n = " + std::to_string(n) + " ranks is fewer than the " +
+                                std::to_string(participants.size()) + " participants whose links they use");
   }
   if (n <= 1) return 0.0;
   if (participants.empty()) {
@@ -121,8 +112,8 @@ double NetworkModel::op_seconds_for(CommOp op, double payload, const std::vector
   for (std::size_t i = 0; i < participants.size(); ++i) {
     const int64_t r = participants[i];
     if (r < 0 || r >= workers()) {
-      throw std::out_of_range("NetworkModel::op_seconds: rank " + std::to_string(r) +
-                              " outside 0.." + std::to_string(workers() - 1));
+      throw std::out_of_range("NetworkModel::op_seconds: rank " + std::to_string(r) + " outside 0.." +
+                              std::to_string(workers() - 1));
     }
     const Link& l = links_[static_cast<std::size_t>(r)];
     beta = i == 0 ? l.bandwidth : std::min(beta, l.bandwidth);
@@ -161,8 +152,7 @@ double NetworkModel::op_seconds_for(CommOp op, double payload, const std::vector
   }
   if (jitter_ > 0) {
     // Rounding could turn jitter * (1 - 2^-53) into jitter; keep it half-open.
-    const double extra = std::min(jitter_ * unit_uniform(seed_, op_index),
-                                  std::nextafter(jitter_, 0.0));
+    const double extra = std::min(jitter_ * unit_uniform(seed_, op_index), std::nextafter(jitter_, 0.0));
     t += extra;
   }
   return t;

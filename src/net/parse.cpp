@@ -79,8 +79,7 @@ bool scan_number(const std::string& s, double& value, std::string& rest) {
 }
 
 const char* const kBandwidthHelp = "expected a number with a unit like 100Mbit/s, 1Gbit/s, 25GB/s";
-const char* const kDurationHelp =
-    "expected a number with a unit like 30ms, 0.5s, 250us (units s, ms, us, ns, min)";
+const char* const kDurationHelp = "expected a number with a unit like 30ms, 0.5s, 250us (units s, ms, us, ns, min)";
 
 [[noreturn]] void bad_bandwidth(const std::string& text, const std::string& why) {
   throw std::invalid_argument("bandwidth '" + text + "': " + why);
@@ -97,11 +96,20 @@ double bandwidth_unit_bytes(const std::string& unit) {
   std::string base = unit;
   switch (unit[0]) {
     case 'k':
-    case 'K': scale = 1e3; break;
-    case 'M': scale = 1e6; break;
-    case 'G': scale = 1e9; break;
-    case 'T': scale = 1e12; break;
-    default: break;
+    case 'K':
+      scale = 1e3;
+      break;
+    case 'M':
+      scale = 1e6;
+      break;
+    case 'G':
+      scale = 1e9;
+      break;
+    case 'T':
+      scale = 1e12;
+      break;
+    default:
+      break;
   }
   if (scale != 1.0) base = unit.substr(1);
   if (base == "bit/s" || base == "bps" || base == "b/s") return scale / 8.0;
@@ -169,8 +177,7 @@ std::vector<double> parse_number_list(const std::string& text, double fallback) 
     double value = 0;
     std::string rest;
     if (!scan_number(entries[i], value, rest) || !rest.empty()) {
-      throw std::invalid_argument("number list '" + text + "': entry " + std::to_string(i + 1) +
-                                  " '" + entries[i] +
+      throw std::invalid_argument("number list '" + text + "': entry " + std::to_string(i + 1) + " '" + entries[i] +
                                   "' is not a number; expected e.g. 1,,0.5 (empty = default)");
     }
     out.push_back(value);
@@ -184,19 +191,25 @@ CollectiveAlgo parse_algorithm(const std::string& name) {
     for (const std::string& alias : a.aliases)
       if (name == alias) return a.algo;
   }
-  throw std::invalid_argument("all-reduce algorithm '" + name + "': expected one of " +
-                              collective_algorithm_choices());
+  throw std::invalid_argument("all-reduce algorithm '" + name + "': expected one of " + collective_algorithm_choices());
 }
 
 std::string to_string(CommOp op) {
   switch (op) {
-    case CommOp::AllReduce: return "all_reduce";
-    case CommOp::AllGather: return "all_gather";
-    case CommOp::Broadcast: return "broadcast";
-    case CommOp::Barrier: return "barrier";
-    case CommOp::Exchange: return "exchange";
-    case CommOp::Send: return "send";
-    case CommOp::Recv: return "recv";
+    case CommOp::AllReduce:
+      return "all_reduce";
+    case CommOp::AllGather:
+      return "all_gather";
+    case CommOp::Broadcast:
+      return "broadcast";
+    case CommOp::Barrier:
+      return "barrier";
+    case CommOp::Exchange:
+      return "exchange";
+    case CommOp::Send:
+      return "send";
+    case CommOp::Recv:
+      return "recv";
   }
   return "unknown";
 }
@@ -214,8 +227,7 @@ NetworkModel NetworkModel::from_config(const NetworkConfig& cfg, int64_t workers
 
   auto check_length = [&](const std::string& key, std::size_t n) {
     if (static_cast<int64_t>(n) > workers) {
-      throw std::invalid_argument(key + ": " + std::to_string(n) + " entries for " +
-                                  std::to_string(workers) +
+      throw std::invalid_argument(key + ": " + std::to_string(n) + " entries for " + std::to_string(workers) +
                                   " workers; give at most one per worker (empty = default)");
     }
   };
@@ -223,8 +235,7 @@ NetworkModel NetworkModel::from_config(const NetworkConfig& cfg, int64_t workers
   check_length("network.worker_bandwidth", bw.size());
   for (std::size_t i = 0; i < bw.size(); ++i) {
     if (bw[i].empty()) continue;
-    links[i].bandwidth = with_key("network.worker_bandwidth",
-                                  [&] { return parse_bandwidth(bw[i]); });
+    links[i].bandwidth = with_key("network.worker_bandwidth", [&] { return parse_bandwidth(bw[i]); });
   }
   const auto lat = split_commas(cfg.worker_latency);
   check_length("network.worker_latency", lat.size());
@@ -233,12 +244,10 @@ NetworkModel NetworkModel::from_config(const NetworkConfig& cfg, int64_t workers
     links[i].latency = with_key("network.worker_latency", [&] { return parse_duration(lat[i]); });
   }
 
-  const double server = trim(cfg.server_bandwidth).empty()
-                            ? base.bandwidth
-                            : with_key("network.server_bandwidth",
-                                       [&] { return parse_bandwidth(cfg.server_bandwidth); });
-  const CollectiveAlgo algo =
-      with_key("network.algorithm", [&] { return parse_algorithm(cfg.algorithm); });
+  const double server = trim(cfg.server_bandwidth).empty() ? base.bandwidth : with_key("network.server_bandwidth", [&] {
+    return parse_bandwidth(cfg.server_bandwidth);
+  });
+  const CollectiveAlgo algo = with_key("network.algorithm", [&] { return parse_algorithm(cfg.algorithm); });
   const double jitter = with_key("network.jitter", [&] { return parse_duration(cfg.jitter); });
   NetworkModel model(std::move(links), algo, server, jitter, seed);
   model.outages_ = parse_outages(cfg.outages, workers);
@@ -246,8 +255,8 @@ NetworkModel NetworkModel::from_config(const NetworkConfig& cfg, int64_t workers
 }
 
 std::vector<Outage> parse_outages(const std::string& text, int64_t workers) {
-  const std::string form = "network.outages = '" + text +
-                           "': expected a comma list of 'worker@from-to' in simulated time, e.g. '1@30s-60s'";
+  const std::string form =
+      "network.outages = '" + text + "': expected a comma list of 'worker@from-to' in simulated time, e.g. '1@30s-60s'";
   std::vector<Outage> out;
   for (const std::string& item : split_commas(text)) {
     if (item.empty()) continue;
@@ -278,8 +287,8 @@ double NetworkModel::link_available_at(double t, const std::vector<int64_t>& par
   for (bool moved = true; moved;) {
     moved = false;
     for (const auto& o : outages_) {
-      const bool involved = participants.empty() ||
-                            std::find(participants.begin(), participants.end(), o.worker) != participants.end();
+      const bool involved =
+          participants.empty() || std::find(participants.begin(), participants.end(), o.worker) != participants.end();
       if (involved && t >= o.from && t < o.to) {
         t = o.to;
         moved = true;

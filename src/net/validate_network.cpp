@@ -32,8 +32,8 @@ void validate_network(const Config& c, std::vector<std::string>& e) {
   try {
     const auto speed = parse_number_list(c.network.speed_factors, 1.0);
     p.need(int64_t(speed.size()) <= c.strategy.workers,
-         "network.speed_factors lists " + std::to_string(speed.size()) + " workers but strategy.workers = " +
-             std::to_string(c.strategy.workers));
+           "network.speed_factors lists " + std::to_string(speed.size()) +
+               " workers but strategy.workers = " + std::to_string(c.strategy.workers));
     for (double f : speed) p.need(f > 0, "network.speed_factors must all be > 0");
   } catch (const std::exception& ex) {
     e.push_back(std::string("network.speed_factors: ") + ex.what());
@@ -66,10 +66,10 @@ void validate_islands(const Config& c, std::vector<std::string>& e) {
     return;
   }
   const IslandLayout l = island_layout(c);
-  p.need(l.islands * l.devices == n,
-         "islands.count x islands.devices = " + std::to_string(l.islands) + " x " + std::to_string(l.devices) +
-             " but strategy.workers = " + std::to_string(n) + "; set strategy.workers = " +
-             std::to_string(l.islands * l.devices) + " (or leave one of the two at 0)");
+  p.need(l.islands * l.devices == n, "islands.count x islands.devices = " + std::to_string(l.islands) + " x " +
+                                         std::to_string(l.devices) + " but strategy.workers = " + std::to_string(n) +
+                                         "; set strategy.workers = " + std::to_string(l.islands * l.devices) +
+                                         " (or leave one of the two at 0)");
   try {
     parse_bandwidth(c.network.intra_bandwidth);
   } catch (const std::exception& ex) {

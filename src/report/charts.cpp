@@ -49,18 +49,17 @@ const std::vector<ReportChart>& report_charts() {
   static const std::vector<ReportChart> charts = {
       {"loss-steps", "Eval loss against steps", "loss_steps", &RunData::eval_step, &RunData::eval_loss, "step",
        "eval loss", false, "all", "", false},
-      {"loss-bytes", "Eval loss against bytes sent per worker", "loss_bytes", &RunData::eval_bytes,
-       &RunData::eval_loss, "bytes sent per worker (log)", "eval loss", true, "positive-x", "no bytes sent", false},
+      {"loss-bytes", "Eval loss against bytes sent per worker", "loss_bytes", &RunData::eval_bytes, &RunData::eval_loss,
+       "bytes sent per worker (log)", "eval loss", true, "positive-x", "no bytes sent", false},
       {"loss-time", "Eval loss against simulated wall-clock", "loss_time", &RunData::eval_time, &RunData::eval_loss,
        "simulated wall-clock (s)", "eval loss", false, "all", "", true},
-      {"corr-steps", "Parameter correlation between workers", "corr_steps", &RunData::corr_step, &RunData::corr,
-       "step", "mean pairwise parameter correlation", false, "all", kOneWorker, false},
+      {"corr-steps", "Parameter correlation between workers", "corr_steps", &RunData::corr_step, &RunData::corr, "step",
+       "mean pairwise parameter correlation", false, "all", kOneWorker, false},
       {"update-corr-steps", "Correlation of the workers' updates since the start", "update_corr_steps",
        &RunData::corr_step, &RunData::update_corr, "step", "mean pairwise correlation of updates", false, "finite-y",
        kOneWorker, false},
-      {"disagreement-steps", "Relative disagreement: ‖θ_i − θ̄‖ / ‖θ̄ − θ_0‖", "disagreement_steps",
-       &RunData::corr_step, &RunData::disagreement, "step", "relative disagreement", false, "finite-y", kOneWorker,
-       false},
+      {"disagreement-steps", "Relative disagreement: ‖θ_i − θ̄‖ / ‖θ̄ − θ_0‖", "disagreement_steps", &RunData::corr_step,
+       &RunData::disagreement, "step", "relative disagreement", false, "finite-y", kOneWorker, false},
   };
   return charts;
 }

@@ -14,9 +14,9 @@
 namespace atl {
 
 struct ReportChart {
-  const char* id;      // the canvas's id
-  const char* title;   // the heading over it
-  const char* series;  // its key in each setting's series (series_json)
+  const char* id;                   // the canvas's id
+  const char* title;                // the heading over it
+  const char* series;               // its key in each setting's series (series_json)
   std::vector<double> RunData::*x;  // x of each point, per run
   std::vector<double> RunData::*y;  // y of each point, per run
   const char* x_title;

@@ -104,8 +104,9 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
   std::string header = "| run | seeds | strategy | N | steps | " + units.batch_header + " | final val loss | ";
   if (units.perplexity) header += "perplexity | ";
   if (units.accuracy) header += "accuracy | ";
-  header += "vs first (paired) | sent/worker (MB) | bytes vs first | sim time (s) | utilisation | correlation | "
-            "update correlation | disagreement |";
+  header +=
+      "vs first (paired) | sent/worker (MB) | bytes vs first | sim time (s) | utilisation | correlation | "
+      "update correlation | disagreement |";
   std::ostringstream o;
   o << header << "\n" << markdown_delimiter(header) << "\n";
   for (const auto& g : groups) {
@@ -115,14 +116,12 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
       << " | " << global_batch(r, units) << " | " << format_mean_interval(f.loss, 4) << " | ";
     if (units.perplexity) o << (counts_tokens(r) ? format_mean_interval(f.ppl, 3) : std::string("-")) << " | ";
     if (units.accuracy) o << accuracy(f.accuracy) << " | ";
-    o << versus(g, base, fb) << " | "
-      << format_mean_interval(scaled(f.bytes_per_worker, 1e-6), 2) << " | "
+    o << versus(g, base, fb) << " | " << format_mean_interval(scaled(f.bytes_per_worker, 1e-6), 2) << " | "
       << bytes_ratio(f.bytes_per_worker.mean, fb.bytes_per_worker.mean) << " | "
-      << format_mean_interval(f.sim_seconds, 1) << " | "
-      << format_number("%.1f%%", 100.0 * f.utilisation.mean) << " | "
-      << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("-"))
-      << " | " << figure_or_dash(f.update_correlation.mean, "%.4f") << " | "
-      << figure_or_dash(f.disagreement.mean, "%.4g") << " |\n";
+      << format_mean_interval(f.sim_seconds, 1) << " | " << format_number("%.1f%%", 100.0 * f.utilisation.mean) << " | "
+      << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("-")) << " | "
+      << figure_or_dash(f.update_correlation.mean, "%.4f") << " | " << figure_or_dash(f.disagreement.mean, "%.4g")
+      << " |\n";
   }
   std::vector<std::pair<std::string, const RunData*>> all;
   for (const auto& g : groups) all.emplace_back(g.name, g.runs.front());

@@ -14,7 +14,7 @@
 namespace atl {
 
 struct RunGroup {
-  std::string name;                // the runs' common name without "_s<k>"
+  std::string name;                  // the runs' common name without "_s<k>"
   std::vector<const RunData*> runs;  // one per seed, in the order given
 };
 
@@ -27,9 +27,9 @@ std::vector<RunGroup> group_by_seed(const std::vector<RunData>& runs);
 struct GroupFigures {
   MeanInterval loss, ppl, bytes_per_worker, bytes_total, sim_seconds, utilisation, correlation;
   MeanInterval update_correlation, disagreement;  // NaN means when undefined (one worker, older runs)
-  MeanInterval accuracy;  // classification; a NaN mean for other tasks or older runs
-  MeanInterval time_to_target;  // over the seeds that reached it
-  int reached = 0;              // seeds that reached the target
+  MeanInterval accuracy;                          // classification; a NaN mean for other tasks or older runs
+  MeanInterval time_to_target;                    // over the seeds that reached it
+  int reached = 0;                                // seeds that reached the target
   int seeds = 0;
 };
 GroupFigures group_figures(const RunGroup& g, double target_loss);

@@ -98,13 +98,16 @@ pre { background: #f8f8f8; padding: 10px; font-size: 12px; max-height: 300px; ov
 // Which loss "time to loss" means, and which rule chose it (a reader
 // comparing the column needs both).
 std::string target_paragraph(const TargetLoss& t) {
-  const char* rule = t.rule == TargetLoss::Given ? "given" : t.rule == TargetLoss::Baseline ? "baseline" : "baseline-final";
-  std::string o = "<p class=\"sub\" id=\"target\" data-target=\"" + format_double_exact(t.value) +
-                  "\" data-rule=\"" + rule + "\">Time to loss <b>" + format_target_loss(t.value) +
+  const char* rule = t.rule == TargetLoss::Given      ? "given"
+                     : t.rule == TargetLoss::Baseline ? "baseline"
+                                                      : "baseline-final";
+  std::string o = "<p class=\"sub\" id=\"target\" data-target=\"" + format_double_exact(t.value) + "\" data-rule=\"" +
+                  rule + "\">Time to loss <b>" + format_target_loss(t.value) +
                   "</b> is the simulated time of the first evaluation after step 0 at or below it. The target is ";
   if (t.rule == TargetLoss::Given) return o + "the one " + escape_html(t.why) + ".</p>\n";
-  return o + escape_html(t.why) + ", as none was given (<code>--target-loss</code>, or <code>target_loss</code> in a "
-             "preset's [sweep]).</p>\n";
+  return o + escape_html(t.why) +
+         ", as none was given (<code>--target-loss</code>, or <code>target_loss</code> in a "
+         "preset's [sweep]).</p>\n";
 }
 
 // The what-if panel when asked for and every run has timing traces. A grid
@@ -121,7 +124,8 @@ NetworkSliders network_sliders(const std::vector<RunData>& runs, const std::vect
   work *= double(default_grid_bandwidths().size() * default_grid_latencies().size());
   if (options.network_sliders_budget > 0 && work > options.network_sliders_budget)
     return NetworkSliders::unavailable("the runs are long: the grid would replay " + format_number("%.3g", work) +
-                                       " worker-steps (budget " + format_number("%.3g", options.network_sliders_budget) +
+                                       " worker-steps (budget " +
+                                       format_number("%.3g", options.network_sliders_budget) +
                                        "); atoll report --network-sliders-budget=0 builds it anyway");
   NetworkGrid grid;
   try {
@@ -148,7 +152,8 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
   if (!options.subtitle.empty()) o << "<p class=\"sub\">" << escape_html(options.subtitle) << "</p>\n";
   o << "<p class=\"sub\">" << runs.size() << " runs";
   if (groups.size() < runs.size())
-    o << " (" << groups.size() << " settings; figures are means over seeds &plusmn; the half-width of their 95% "
+    o << " (" << groups.size()
+      << " settings; figures are means over seeds &plusmn; the half-width of their 95% "
          "Student-t interval, left out when it is narrower than the last digit shown, and differences are paired "
          "over shared seeds: <i>significant</i> when the interval excludes 0, else <i>inconclusive</i>)";
   o << "; final eval loss compared with <b>" << escape_html(base->name) << "</b>.</p>\n" << target_paragraph(target);

@@ -206,9 +206,12 @@ std::string whatif_markdown(const WhatifResult& r) {
     int faster = 0, slower = 0, unknown = 0;
     for (size_t i = 0; i < r.bandwidths.size(); ++i) {
       const double d = s.time_to_target[i] - base->time_to_target[i];
-      if (!std::isfinite(d)) ++unknown;
-      else if (d < 0) ++faster;
-      else ++slower;
+      if (!std::isfinite(d))
+        ++unknown;
+      else if (d < 0)
+        ++faster;
+      else
+        ++slower;
     }
     // Whether a run reaches a loss does not depend on the network: a setting
     // that misses the target misses it at every bandwidth.

@@ -28,8 +28,7 @@ std::string with_choices(std::string help) {
       {"{island exchange help}", island_exchange_help()},
   };
   for (const auto& [placeholder, choices] : lists)
-    for (size_t at = help.find(placeholder); at != std::string::npos;
-         at = help.find(placeholder, at + choices.size()))
+    for (size_t at = help.find(placeholder); at != std::string::npos; at = help.find(placeholder, at + choices.size()))
       help.replace(at, placeholder.size(), choices);
   return help;
 }
@@ -49,8 +48,10 @@ std::string describe_fields() {
     }
     std::string left = "  --" + f.name + "=" + f.value_string();
     o << left;
-    if (left.size() < 44) o << std::string(44 - left.size(), ' ');
-    else o << "\n" << std::string(44, ' ');
+    if (left.size() < 44)
+      o << std::string(44 - left.size(), ' ');
+    else
+      o << "\n" << std::string(44, ' ');
     o << f.type_name() << ": " << with_choices(f.help) << "\n";
   });
   return o.str();

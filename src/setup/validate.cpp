@@ -4,8 +4,8 @@
 // (strategy/table.cpp), which also checks the codec keys and [codec], and
 // the net area checks [network] and [islands]. This area sits above them
 // all, so config stays below them.
-#include "atoll/setup.h"
 #include "config/validate.h"
+#include "atoll/setup.h"
 #include "net/validate_network.h"
 #include "strategy/table.h"
 

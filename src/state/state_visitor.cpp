@@ -23,7 +23,8 @@ void StateVisitor::integers(const std::string& name, std::vector<int64_t>& value
   at::Tensor t = loading() ? at::Tensor() : at::from_blob(values.data(), {int64_t(values.size())}, at::kLong);
   tensor(name, t);
   if (!loading()) return;
-  if (t.scalar_type() != at::kLong || t.dim() != 1) throw CheckpointError("checkpoint entry '" + full_name(name) + "' is not a list of integers");
+  if (t.scalar_type() != at::kLong || t.dim() != 1)
+    throw CheckpointError("checkpoint entry '" + full_name(name) + "' is not a list of integers");
   const at::Tensor c = t.contiguous();
   values.assign(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
 }

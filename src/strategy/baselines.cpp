@@ -4,13 +4,12 @@
 
 namespace atl {
 
-SingleStrategy::SingleStrategy(const Config& cfg, std::vector<at::Tensor> params)
-    : inner_(cfg.optim, params) {}
+SingleStrategy::SingleStrategy(const Config& cfg, std::vector<at::Tensor> params) : inner_(cfg.optim, params) {}
 
 void SingleStrategy::step(int64_t, double lr) { inner_.step(lr); }
 
-std::vector<int64_t> ddp_buckets(const std::vector<int64_t>& numels, int64_t element_bytes,
-                                 double first_cap_bytes, double cap_bytes) {
+std::vector<int64_t> ddp_buckets(const std::vector<int64_t>& numels, int64_t element_bytes, double first_cap_bytes,
+                                 double cap_bytes) {
   std::vector<int64_t> out;
   int64_t elements = 0;
   for (auto it = numels.rbegin(); it != numels.rend(); ++it) {
@@ -26,8 +25,7 @@ std::vector<int64_t> ddp_buckets(const std::vector<int64_t>& numels, int64_t ele
   return out;
 }
 
-GradientAverager::GradientAverager(const Config& cfg, const std::vector<at::Tensor>& params,
-                                   const std::string& codec)
+GradientAverager::GradientAverager(const Config& cfg, const std::vector<at::Tensor>& params, const std::string& codec)
     : codec_(codec, cfg.codec, numels_of(params)) {
   if (!cfg.ddp.overlap || params.empty()) return;
   constexpr double kMiB = 1024.0 * 1024.0;  // PyTorch's bucket_cap_mb counts MiB
@@ -44,16 +42,15 @@ void GradientAverager::average(const std::vector<at::Tensor>& params, Communicat
 DdpStrategy::DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
     : params_(params), comm_(comm), inner_(cfg.optim, params), grads_(cfg, params, cfg.ddp.codec) {}
 
-void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, GradientAverager& grads,
-              InnerOptimizer& inner, double lr) {
+void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, GradientAverager& grads, InnerOptimizer& inner,
+              double lr) {
   grads.average(params, comm);
   inner.step(lr);
 }
 
 void DdpStrategy::step(int64_t, double lr) { ddp_step(params_, comm_, grads_, inner_, lr); }
 
-LocalSgdStrategy::LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params,
-                                   Communicator& comm)
+LocalSgdStrategy::LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
     : params_(params),
       comm_(comm),
       inner_(cfg.optim, params),

@@ -18,8 +18,8 @@
 #pragma once
 
 #include "atoll/strategy.h"
-#include "strategy/inner_optimizer.h"
 #include "compress/payload.h"
+#include "strategy/inner_optimizer.h"
 #include "strategy/topology.h"
 
 namespace atl {
@@ -43,8 +43,8 @@ class SingleStrategy : public Strategy {
 // (first_cap_bytes for the first bucket, cap_bytes after; a tensor is never
 // split). `numels`: elements per tensor in parameter order. Returns the
 // elements of each bucket in the order they are filled.
-std::vector<int64_t> ddp_buckets(const std::vector<int64_t>& numels, int64_t element_bytes,
-                                 double first_cap_bytes, double cap_bytes);
+std::vector<int64_t> ddp_buckets(const std::vector<int64_t>& numels, int64_t element_bytes, double first_cap_bytes,
+                                 double cap_bytes);
 
 // DDP's gradient average (DDP, and the warm-up phase of post-local SGD
 // methods: DiLoCo's ddp_warmup_steps, PALSGD): one collective for all tensors
@@ -66,8 +66,8 @@ class GradientAverager {
 };
 
 // One DDP step: the gradient average, then the inner optimizer.
-void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, GradientAverager& grads,
-              InnerOptimizer& inner, double lr);
+void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, GradientAverager& grads, InnerOptimizer& inner,
+              double lr);
 
 class DdpStrategy : public Strategy {
  public:

@@ -28,8 +28,7 @@ at::Tensor take(const uint8_t* src, at::IntArrayRef shape, at::ScalarType dtype)
 }
 
 // dst (zeros, in `layout`) <- the float32 values at their (block, index).
-void scatter_sent(at::Tensor& dst, const CoefficientLayout& layout, const at::Tensor& index,
-                  const at::Tensor& values) {
+void scatter_sent(at::Tensor& dst, const CoefficientLayout& layout, const at::Tensor& index, const at::Tensor& values) {
   const int64_t blocks = index.size(0), k = index.size(1);
   const int64_t* ip = index.data_ptr<int64_t>();
   const float* vp = values.data_ptr<float>();
@@ -45,8 +44,7 @@ void scatter_sent(at::Tensor& dst, const CoefficientLayout& layout, const at::Te
 DemoStrategy::DemoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
     : cfg_(cfg.demo), grad_clip_(cfg.optim.grad_clip), params_(std::move(params)), comm_(comm) {
   if (cfg_.index_dtype != "int16" && cfg_.index_dtype != "int64")
-    throw std::invalid_argument("demo.index_dtype = '" + cfg_.index_dtype +
-                                "': allowed values are int16 | int64");
+    throw std::invalid_argument("demo.index_dtype = '" + cfg_.index_dtype + "': allowed values are int16 | int64");
   index_dtype_ = cfg_.index_dtype == "int16" ? at::kShort : at::kLong;
   const int64_t index_bytes = cfg_.index_dtype == "int16" ? 2 : 8;
   at::NoGradGuard no_grad;
@@ -112,9 +110,8 @@ void DemoStrategy::step(int64_t, double lr) {
   comm_.all_gather(send_, gathered, "demo");
   for (size_t r = 0; r < gathered.size(); ++r)
     if (gathered[r].numel() != payload_bytes_)
-      throw std::runtime_error("DeMo: rank " + std::to_string(r) + " sent " +
-                               std::to_string(gathered[r].numel()) + " bytes, this rank expects " +
-                               std::to_string(payload_bytes_) +
+      throw std::runtime_error("DeMo: rank " + std::to_string(r) + " sent " + std::to_string(gathered[r].numel()) +
+                               " bytes, this rank expects " + std::to_string(payload_bytes_) +
                                ": the ranks' models differ");
 
   // Decode every worker's coefficients in rank order (own included, as received),
@@ -129,8 +126,8 @@ void DemoStrategy::step(int64_t, double lr) {
       from[r].value = take(buffer + plan.value_offset, shape, at::kFloat).to(w.scalar_type());
       from[r].index = take(buffer + plan.index_offset, shape, index_dtype_).to(at::kLong);
     }
-    const at::Tensor d = plan.dct.decode_rows(
-        scatter_mean(from, plan.dct.row_layout(), plan.dct.blocks(), plan.dct.block_size()));
+    const at::Tensor d =
+        plan.dct.decode_rows(scatter_mean(from, plan.dct.row_layout(), plan.dct.blocks(), plan.dct.block_size()));
     if (cfg_.sign) {
       w.sub_(d.sign(), lr);
     } else {

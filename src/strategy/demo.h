@@ -64,8 +64,8 @@ class DemoStrategy : public Strategy {
   at::ScalarType index_dtype_;  // on the wire: kShort or kLong
   std::vector<Plan> plans_;
   std::vector<at::Tensor> momentum_;
-  at::Tensor send_;             // (s) uint8, reused every step
-  double extra_flops_ = 0;      // this step's transforms and element-wise work (take_extra_flops)
+  at::Tensor send_;         // (s) uint8, reused every step
+  double extra_flops_ = 0;  // this step's transforms and element-wise work (take_extra_flops)
   int64_t payload_bytes_ = 0, coefficients_ = 0, total_params_ = 0;
 };
 

@@ -10,9 +10,12 @@
 
 namespace atl {
 
-OuterSync::OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params,
-                     Communicator& comm)
-    : params_(std::move(params)), comm_(comm), cfg_(outer), codec_(outer.codec, cfg.codec, numels_of(params_)), faults_(cfg) {
+OuterSync::OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
+    : params_(std::move(params)),
+      comm_(comm),
+      cfg_(outer),
+      codec_(outer.codec, cfg.codec, numels_of(params_)),
+      faults_(cfg) {
   global_ = flatten_values(params_);
   momentum_ = at::zeros_like(global_);
   if (cfg_.outer_optimizer == "adam") second_moment_ = at::zeros_like(global_);
@@ -58,8 +61,7 @@ void OuterSync::sync(int64_t t) {
   outer_step(delta);
 }
 
-at::Tensor OuterSync::combine(at::Tensor delta, bool contributes, double wire_bytes, int64_t t,
-                              int64_t* contributors) {
+at::Tensor OuterSync::combine(at::Tensor delta, bool contributes, double wire_bytes, int64_t t, int64_t* contributors) {
   (void)t;
   const int64_t n = delta.numel();
   at::Tensor payload = at::cat({delta, at::full({1}, contributes ? 1.0 : 0.0, delta.options())});
@@ -105,7 +107,8 @@ bool OuterSync::begin_step(int64_t t) {
     }
   }
   const bool away = faults_.absent(me, t);
-  if (away && (t == 0 || !faults_.absent(me, t - 1))) events_.push_back({t, "leave", "away; computes and sends nothing"});
+  if (away && (t == 0 || !faults_.absent(me, t - 1)))
+    events_.push_back({t, "leave", "away; computes and sends nothing"});
   return away;
 }
 

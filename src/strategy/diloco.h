@@ -18,10 +18,10 @@
 #pragma once
 
 #include "atoll/strategy.h"
-#include "strategy/faults.h"
-#include "strategy/inner_optimizer.h"
 #include "compress/payload.h"
 #include "strategy/baselines.h"
+#include "strategy/faults.h"
+#include "strategy/inner_optimizer.h"
 
 namespace atl {
 
@@ -73,8 +73,8 @@ class OuterSync {
   Communicator& comm_;
   DiLoCoConfig cfg_;
   PayloadCodec codec_;
-  at::Tensor global_;    // (P) theta_g
-  at::Tensor momentum_;  // (P) outer buf (sgd) or Adam's first moment
+  at::Tensor global_;         // (P) theta_g
+  at::Tensor momentum_;       // (P) outer buf (sgd) or Adam's first moment
   at::Tensor second_moment_;  // (P) Adam's second moment (adam only)
   int64_t outer_steps_ = 0;   // Adam's bias-correction step count
   double extra_flops_ = 0;    // outer-step work not yet taken by the clock

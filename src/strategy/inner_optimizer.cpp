@@ -1,9 +1,9 @@
 #include "strategy/inner_optimizer.h"
 
-#include <torch/types.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
+#include <torch/types.h>
 
 #include <string>
 #include <type_traits>

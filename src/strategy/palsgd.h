@@ -19,9 +19,9 @@
 #pragma once
 
 #include "atoll/strategy.h"
+#include "compress/payload.h"
 #include "strategy/diloco.h"
 #include "strategy/inner_optimizer.h"
-#include "compress/payload.h"
 
 namespace atl {
 

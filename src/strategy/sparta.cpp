@@ -92,8 +92,7 @@ class PartitionSelector : public IndexSelector {
 // The whole budget on one tensor at a time, tensors in order.
 class LayerwiseSelector : public IndexSelector {
  public:
-  LayerwiseSelector(std::vector<int64_t> sizes, double p, uint64_t seed)
-      : sizes_(std::move(sizes)), seed_(seed) {
+  LayerwiseSelector(std::vector<int64_t> sizes, double p, uint64_t seed) : sizes_(std::move(sizes)), seed_(seed) {
     int64_t total = 0;
     for (int64_t n : sizes_) total += n;
     const int64_t budget = std::max<int64_t>(1, std::llround(p * double(total)));
@@ -138,8 +137,7 @@ void check_params(const std::vector<at::Tensor>& params, const Selection& sel) {
 
 // Calls fn(values pointer, data pointer of tensor j, indices, count) per tensor.
 template <typename F>
-void for_each_selected(const std::vector<at::Tensor>& params, const Selection& sel, const at::Tensor& buffer,
-                       F&& fn) {
+void for_each_selected(const std::vector<at::Tensor>& params, const Selection& sel, const at::Tensor& buffer, F&& fn) {
   check_params(params, sel);
   AT_DISPATCH_FLOATING_TYPES(buffer.scalar_type(), "sparta_selected", [&] {
     scalar_t* values = buffer.data_ptr<scalar_t>();
@@ -156,12 +154,10 @@ void for_each_selected(const std::vector<at::Tensor>& params, const Selection& s
 
 }  // namespace
 
-std::unique_ptr<IndexSelector> make_index_selector(const std::string& kind,
-                                                   std::vector<int64_t> tensor_sizes, double p,
+std::unique_ptr<IndexSelector> make_index_selector(const std::string& kind, std::vector<int64_t> tensor_sizes, double p,
                                                    uint64_t seed) {
   if (kind == "random") return std::make_unique<RandomSelector>(std::move(tensor_sizes), seed);
-  if (!(p > 0 && p <= 1))
-    throw std::invalid_argument("sparta.selector = '" + kind + "' needs 0 < p <= 1");
+  if (!(p > 0 && p <= 1)) throw std::invalid_argument("sparta.selector = '" + kind + "' needs 0 < p <= 1");
   if (kind == "partitioned") return std::make_unique<PartitionSelector>(std::move(tensor_sizes), p, seed, true);
   if (kind == "sequential") return std::make_unique<PartitionSelector>(std::move(tensor_sizes), p, seed, false);
   if (kind == "layerwise") return std::make_unique<LayerwiseSelector>(std::move(tensor_sizes), p, seed);
@@ -203,8 +199,9 @@ SparseAverager::SparseAverager(const Config& cfg, std::vector<at::Tensor> params
       mixer_(parse_topology(cfg.strategy.topology), comm, static_cast<uint64_t>(cfg.run.seed)),
       codec_(cfg.sparta.codec, cfg.codec) {
   if (codec_.sparse())
-    throw std::invalid_argument("sparta.codec = 'topk' is not supported: the selected entries change every "
-                                "exchange; use a dense codec (fp16 | bf16 | int8 | fp4)");
+    throw std::invalid_argument(
+        "sparta.codec = 'topk' is not supported: the selected entries change every "
+        "exchange; use a dense codec (fp16 | bf16 | int8 | fp4)");
   std::vector<int64_t> sizes;
   for (const auto& p : params_) {
     sizes.push_back(p.numel());
@@ -294,8 +291,7 @@ void SpartaStrategy::step(int64_t t, double lr) {
   sparse_.after_step(t);
 }
 
-SpartaDiLoCoStrategy::SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params,
-                                           Communicator& comm)
+SpartaDiLoCoStrategy::SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
     : inner_(cfg.optim, params),
       sparse_(cfg, params, comm),
       outer_(cfg.diloco, cfg, params, comm),

@@ -21,9 +21,9 @@
 #include <string>
 
 #include "atoll/strategy.h"
+#include "compress/payload.h"
 #include "strategy/diloco.h"
 #include "strategy/inner_optimizer.h"
-#include "compress/payload.h"
 #include "strategy/topology.h"
 
 namespace atl {
@@ -64,8 +64,7 @@ class IndexSelector {
 //       layerwise   the budget p*P on one tensor at a time, in order: tensor j
 //                   takes ceil(n_j / (p*P)) exchanges, re-shuffled every cycle
 // The three cyclic selectors average every element exactly once per cycle.
-std::unique_ptr<IndexSelector> make_index_selector(const std::string& kind,
-                                                   std::vector<int64_t> tensor_sizes, double p,
+std::unique_ptr<IndexSelector> make_index_selector(const std::string& kind, std::vector<int64_t> tensor_sizes, double p,
                                                    uint64_t seed);
 
 // The seed SparseAverager gives its selector for run seed `run_seed`.
@@ -73,11 +72,9 @@ uint64_t sparta_selector_seed(uint64_t run_seed);
 
 // The selected entries of `params` as one contiguous (size) buffer, and back.
 at::Tensor gather_selected(const std::vector<at::Tensor>& params, const Selection& sel);
-void scatter_selected(const std::vector<at::Tensor>& params, const Selection& sel,
-                      const at::Tensor& values);
+void scatter_selected(const std::vector<at::Tensor>& params, const Selection& sel, const at::Tensor& values);
 // params[sel] += values.
-void add_selected(const std::vector<at::Tensor>& params, const Selection& sel,
-                  const at::Tensor& values);
+void add_selected(const std::vector<at::Tensor>& params, const Selection& sel, const at::Tensor& values);
 
 // The sparse exchange, called after each local step.
 class SparseAverager {

@@ -68,9 +68,9 @@ void validate_sparta(const Config& c, std::vector<std::string>& errors) {
   // The exchanged entries change every time, so a payload must keep every
   // entry's position: no sparse codec.
   const CodecInfo* codec = find_codec(c.sparta.codec);  // unknown: reported by sparta.codec's own check
-  p.need(!codec || !codec->sparse,
-         "sparta.codec = '" + c.sparta.codec +
-             "' is not supported (the selected entries change every exchange); use " + dense_codec_choices());
+  p.need(!codec || !codec->sparse, "sparta.codec = '" + c.sparta.codec +
+                                       "' is not supported (the selected entries change every exchange); use " +
+                                       dense_codec_choices());
 }
 
 }  // namespace atl

@@ -8,9 +8,9 @@
 
 namespace atl {
 
-std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int64_t tensors,
-                                      int64_t fragment_blocks, const std::string& pattern,
-                                      const std::string& block_pattern, int64_t* fragments) {
+std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int64_t tensors, int64_t fragment_blocks,
+                                      const std::string& pattern, const std::string& block_pattern,
+                                      int64_t* fragments) {
   // Block of each tensor: the pattern's first group, -1 before the first
   // block, n after the last.
   std::vector<int64_t> block(size_t(tensors), -2);
@@ -33,28 +33,33 @@ std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int
   } else {
     bool seen_block = false;
     for (auto& b : block) {
-      if (b >= 0) seen_block = true;
-      else b = seen_block ? blocks : -1;
+      if (b >= 0)
+        seen_block = true;
+      else
+        b = seen_block ? blocks : -1;
     }
   }
   const int64_t f = std::max<int64_t>(1, (blocks + fragment_blocks - 1) / fragment_blocks);
   *fragments = f;
   std::vector<int64_t> out;
   for (int64_t b : block) {
-    if (b < 0) out.push_back(0);
-    else if (b >= blocks) out.push_back(f - 1);
-    else out.push_back(pattern == "sequential" ? std::min(f - 1, b / fragment_blocks) : b % f);
+    if (b < 0)
+      out.push_back(0);
+    else if (b >= blocks)
+      out.push_back(f - 1);
+    else
+      out.push_back(pattern == "sequential" ? std::min(f - 1, b / fragment_blocks) : b % f);
   }
   return out;
 }
 
-StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params,
-                                                 Communicator& comm, const std::vector<std::string>& names)
+StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                                                 const std::vector<std::string>& names)
     : params_(params), comm_(comm), inner_(cfg.optim, params), outer_(cfg.diloco), cfg_(cfg.streaming) {
   at::NoGradGuard no_grad;
   int64_t count = 0;
-  const auto which = assign_fragments(names, int64_t(params_.size()), cfg_.fragment_blocks, cfg_.pattern,
-                                       cfg_.block_pattern, &count);
+  const auto which =
+      assign_fragments(names, int64_t(params_.size()), cfg_.fragment_blocks, cfg_.pattern, cfg_.block_pattern, &count);
   const int64_t h = outer_.inner_steps;
   if (h % count != 0 || cfg_.overlap >= h / count)
     throw std::invalid_argument("streaming: " + std::to_string(count) + " fragments need diloco.inner_steps (H = " +

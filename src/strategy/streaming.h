@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "atoll/strategy.h"
-#include "strategy/inner_optimizer.h"
 #include "compress/payload.h"
+#include "strategy/inner_optimizer.h"
 
 namespace atl {
 
@@ -40,9 +40,8 @@ void validate_streaming(const Config& cfg, std::vector<std::string>& errors);
 // outside any block before the first block belong to the first fragment,
 // after the last to the last. Without block names (MLPs, tests) every
 // tensor counts as one block.
-std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int64_t tensors,
-                                      int64_t fragment_blocks, const std::string& pattern,
-                                      const std::string& block_pattern, int64_t* fragments);
+std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int64_t tensors, int64_t fragment_blocks,
+                                      const std::string& pattern, const std::string& block_pattern, int64_t* fragments);
 
 class StreamingDiLoCoStrategy : public Strategy {
  public:
@@ -60,10 +59,10 @@ class StreamingDiLoCoStrategy : public Strategy {
 
  private:
   struct Fragment {
-    std::vector<size_t> members;      // parameter indices
-    int64_t offset = 0;               // o_p
+    std::vector<size_t> members;  // parameter indices
+    int64_t offset = 0;           // o_p
     std::unique_ptr<PayloadCodec> codec;
-    at::Tensor delta;                 // in flight between prepare and perform
+    at::Tensor delta;  // in flight between prepare and perform
     Work work;
     int64_t syncs = 0;
   };
@@ -78,7 +77,7 @@ class StreamingDiLoCoStrategy : public Strategy {
   std::vector<at::Tensor> global_;    // theta_g per parameter
   std::vector<at::Tensor> momentum_;  // buf per parameter
   std::vector<Fragment> fragments_;
-  double extra_flops_ = 0;            // outer-step work not yet taken by the clock
+  double extra_flops_ = 0;  // outer-step work not yet taken by the clock
 };
 
 }  // namespace atl

@@ -78,10 +78,11 @@ int64_t method_warmup_steps(const Config& cfg) {
 void validate_strategy(const Config& c, std::vector<std::string>& e) {
   Problems p(e);
   p.enum_check("strategy.name", c.strategy.name, names_with(0));
-  p.need(c.strategy.workers >= 1 && c.strategy.workers <= kMaxWorkers, "strategy.workers must be in [1, " + std::to_string(kMaxWorkers) + "]");
-  p.need(!has(c.strategy.name, kOneWorker) || c.strategy.workers == 1,
-         "strategy.name = '" + c.strategy.name +
-             "' trains one worker: set strategy.workers = 1 or pick another strategy");
+  p.need(c.strategy.workers >= 1 && c.strategy.workers <= kMaxWorkers,
+         "strategy.workers must be in [1, " + std::to_string(kMaxWorkers) + "]");
+  p.need(
+      !has(c.strategy.name, kOneWorker) || c.strategy.workers == 1,
+      "strategy.name = '" + c.strategy.name + "' trains one worker: set strategy.workers = 1 or pick another strategy");
   p.enum_check("strategy.eval_model", c.strategy.eval_model, {"auto", "global", "average", "worker0"});
   p.need(c.strategy.eval_model != "global" || has(c.strategy.name, kGlobalModel),
          "strategy.eval_model = 'global' needs a method with a global model (" +

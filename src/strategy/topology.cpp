@@ -23,11 +23,9 @@ std::vector<int64_t> ring_peers(int64_t rank, int64_t n) {
   return {left, right};
 }
 
-std::vector<std::vector<int64_t>> random_groups(int64_t n, int64_t group_size, uint64_t seed,
-                                                int64_t round) {
+std::vector<std::vector<int64_t>> random_groups(int64_t n, int64_t group_size, uint64_t seed, int64_t round) {
   if (group_size < 2) throw std::invalid_argument("random_groups: group size must be >= 2");
-  const std::vector<int64_t> perm =
-      seeded_permutation(n, mix_seed(seed, static_cast<uint64_t>(round), 0x6055197));
+  const std::vector<int64_t> perm = seeded_permutation(n, mix_seed(seed, static_cast<uint64_t>(round), 0x6055197));
   std::vector<std::vector<int64_t>> groups;
   for (int64_t start = 0; start < n; start += group_size) {
     const int64_t end = std::min(n, start + group_size);
@@ -60,8 +58,7 @@ std::vector<int64_t> Mixer::peers(int64_t round) const {
   return {};
 }
 
-PendingMix Mixer::start(at::Tensor v, int64_t round, const std::string& tag, bool async,
-                        double wire_bytes) {
+PendingMix Mixer::start(at::Tensor v, int64_t round, const std::string& tag, bool async, double wire_bytes) {
   PendingMix p;
   p.pending_ = true;
   p.target_ = v;
@@ -109,8 +106,7 @@ void PendingMix::mix_received() {
   // Sum in rank order so every member of a group gets bitwise the same mean.
   std::vector<std::pair<int64_t, const at::Tensor*>> members{{rank_, &own_}};
   for (size_t i = 0; i < peers_.size(); ++i) members.emplace_back(peers_[i], &received_[i]);
-  std::sort(members.begin(), members.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   at::Tensor acc = members[0].second->clone();
   for (size_t i = 1; i < members.size(); ++i) acc.add_(*members[i].second);
   target_.copy_(acc.div_(static_cast<double>(members.size())));

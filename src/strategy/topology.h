@@ -28,8 +28,7 @@ Topology parse_topology(const std::string& name);
 std::vector<int64_t> ring_peers(int64_t rank, int64_t n);
 // Groups of `group_size` ranks (the last may be smaller) cut from a
 // permutation of 0..n-1 seeded with (seed, round). Every rank in exactly one.
-std::vector<std::vector<int64_t>> random_groups(int64_t n, int64_t group_size, uint64_t seed,
-                                                int64_t round);
+std::vector<std::vector<int64_t>> random_groups(int64_t n, int64_t group_size, uint64_t seed, int64_t round);
 
 // An exchange in flight: wait() completes it and leaves the mixed values in
 // the tensor passed to Mixer::start.
@@ -47,9 +46,9 @@ class PendingMix {
   friend class Mixer;
   bool pending_ = false;
   Work work_;
-  at::Tensor target_;                // mixed in place at wait()
-  at::Tensor own_;                   // this rank's values at start (exchange topologies)
-  std::vector<at::Tensor> received_; // peers' values, same order as peers_
+  at::Tensor target_;                 // mixed in place at wait()
+  at::Tensor own_;                    // this rank's values at start (exchange topologies)
+  std::vector<at::Tensor> received_;  // peers' values, same order as peers_
   std::vector<int64_t> peers_;
   int64_t rank_ = 0;
 };

@@ -20,30 +20,49 @@ namespace {
 
 ElementType element_of(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return ElementType::Float32;
-    case at::kDouble: return ElementType::Float64;
-    case at::kLong: return ElementType::Int64;
-    case at::kInt: return ElementType::Int32;
-    case at::kByte: return ElementType::UInt8;
-    case at::kHalf: return ElementType::Float16;
-    case at::kBFloat16: return ElementType::BFloat16;
-    case at::kShort: return ElementType::Int16;
-    case at::kBool: return ElementType::Bool;
-    default: throw std::invalid_argument(std::string("checkpoints cannot hold tensors of type ") + at::toString(t));
+    case at::kFloat:
+      return ElementType::Float32;
+    case at::kDouble:
+      return ElementType::Float64;
+    case at::kLong:
+      return ElementType::Int64;
+    case at::kInt:
+      return ElementType::Int32;
+    case at::kByte:
+      return ElementType::UInt8;
+    case at::kHalf:
+      return ElementType::Float16;
+    case at::kBFloat16:
+      return ElementType::BFloat16;
+    case at::kShort:
+      return ElementType::Int16;
+    case at::kBool:
+      return ElementType::Bool;
+    default:
+      throw std::invalid_argument(std::string("checkpoints cannot hold tensors of type ") + at::toString(t));
   }
 }
 
 at::ScalarType scalar_of(ElementType e) {
   switch (e) {
-    case ElementType::Float32: return at::kFloat;
-    case ElementType::Float64: return at::kDouble;
-    case ElementType::Int64: return at::kLong;
-    case ElementType::Int32: return at::kInt;
-    case ElementType::UInt8: return at::kByte;
-    case ElementType::Float16: return at::kHalf;
-    case ElementType::BFloat16: return at::kBFloat16;
-    case ElementType::Int16: return at::kShort;
-    case ElementType::Bool: return at::kBool;
+    case ElementType::Float32:
+      return at::kFloat;
+    case ElementType::Float64:
+      return at::kDouble;
+    case ElementType::Int64:
+      return at::kLong;
+    case ElementType::Int32:
+      return at::kInt;
+    case ElementType::UInt8:
+      return at::kByte;
+    case ElementType::Float16:
+      return at::kHalf;
+    case ElementType::BFloat16:
+      return at::kBFloat16;
+    case ElementType::Int16:
+      return at::kShort;
+    case ElementType::Bool:
+      return at::kBool;
   }
   throw CheckpointError("checkpoint tensor of unknown element type");
 }
@@ -188,7 +207,8 @@ bool CheckpointStore::intact(int64_t step, const std::vector<std::string>& parts
       const CheckpointRecords r = read(step, part);
       auto it = r.find("meta.step");
       if (it == r.end() || it->second.kind != RecordKind::Integer || it->second.integer != step)
-        throw CheckpointError("'" + file(step, part).string() + "' is not the checkpoint of step " + std::to_string(step));
+        throw CheckpointError("'" + file(step, part).string() + "' is not the checkpoint of step " +
+                              std::to_string(step));
     }
     return true;
   } catch (const CheckpointError& e) {

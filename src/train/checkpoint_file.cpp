@@ -52,10 +52,19 @@ class Reader {
 
 int64_t element_size(uint8_t code) {
   switch (static_cast<ElementType>(code)) {
-    case ElementType::Float32: case ElementType::Int32: return 4;
-    case ElementType::Float64: case ElementType::Int64: return 8;
-    case ElementType::UInt8: case ElementType::Bool: return 1;
-    case ElementType::Float16: case ElementType::BFloat16: case ElementType::Int16: return 2;
+    case ElementType::Float32:
+    case ElementType::Int32:
+      return 4;
+    case ElementType::Float64:
+    case ElementType::Int64:
+      return 8;
+    case ElementType::UInt8:
+    case ElementType::Bool:
+      return 1;
+    case ElementType::Float16:
+    case ElementType::BFloat16:
+    case ElementType::Int16:
+      return 2;
   }
   return 0;
 }
@@ -81,8 +90,12 @@ std::string serialize_checkpoint(const CheckpointRecords& records) {
     put<uint16_t>(body, static_cast<uint16_t>(name.size()));
     body += name;
     switch (r.kind) {
-      case RecordKind::Integer: put<int64_t>(body, r.integer); break;
-      case RecordKind::Real: put<double>(body, r.real); break;
+      case RecordKind::Integer:
+        put<int64_t>(body, r.integer);
+        break;
+      case RecordKind::Real:
+        put<double>(body, r.real);
+        break;
       case RecordKind::Text:
         put<uint64_t>(body, r.text.size());
         body += r.text;
@@ -131,19 +144,28 @@ CheckpointRecords parse_checkpoint(const std::string& bytes) {
     CheckpointRecord r;
     const auto kind = in.get<uint8_t>("a record kind");
     const auto name_length = in.get<uint16_t>("a record name length");
-    if (name_length == 0 || name_length > kMaxNameLength) throw CheckpointError("checkpoint record with a bad name length");
+    if (name_length == 0 || name_length > kMaxNameLength)
+      throw CheckpointError("checkpoint record with a bad name length");
     std::string name = in.bytes(name_length, "a record name");
     switch (static_cast<RecordKind>(kind)) {
-      case RecordKind::Integer: r.integer = in.get<int64_t>("an integer"); break;
-      case RecordKind::Real: r.real = in.get<double>("a real"); break;
-      case RecordKind::Text: r.text = in.bytes(in.get<uint64_t>("a text length"), "a text"); break;
+      case RecordKind::Integer:
+        r.integer = in.get<int64_t>("an integer");
+        break;
+      case RecordKind::Real:
+        r.real = in.get<double>("a real");
+        break;
+      case RecordKind::Text:
+        r.text = in.bytes(in.get<uint64_t>("a text length"), "a text");
+        break;
       case RecordKind::Tensor: {
         const auto code = in.get<uint8_t>("a tensor type");
         const int64_t size = element_size(code);
-        if (size == 0) throw CheckpointError("checkpoint tensor '" + name + "' has unknown element type " + std::to_string(code));
+        if (size == 0)
+          throw CheckpointError("checkpoint tensor '" + name + "' has unknown element type " + std::to_string(code));
         r.element = static_cast<ElementType>(code);
         const auto ndim = in.get<uint8_t>("a tensor rank");
-        if (ndim > kMaxDims) throw CheckpointError("checkpoint tensor '" + name + "' has " + std::to_string(ndim) + " dimensions");
+        if (ndim > kMaxDims)
+          throw CheckpointError("checkpoint tensor '" + name + "' has " + std::to_string(ndim) + " dimensions");
         uint64_t elements = 1;
         for (uint8_t d = 0; d < ndim; ++d) {
           const auto dim = in.get<int64_t>("a tensor shape");

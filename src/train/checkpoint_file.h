@@ -25,8 +25,17 @@ namespace atl {
 enum class RecordKind : uint8_t { Integer = 1, Real = 2, Text = 3, Tensor = 4 };
 
 // Element types a tensor record may hold (codes are part of the format).
-enum class ElementType : uint8_t { Float32 = 0, Float64 = 1, Int64 = 2, Int32 = 3, UInt8 = 4,
-                                    Float16 = 5, BFloat16 = 6, Int16 = 7, Bool = 8 };
+enum class ElementType : uint8_t {
+  Float32 = 0,
+  Float64 = 1,
+  Int64 = 2,
+  Int32 = 3,
+  UInt8 = 4,
+  Float16 = 5,
+  BFloat16 = 6,
+  Int16 = 7,
+  Bool = 8
+};
 // Bytes per element, or 0 for a code the format does not define.
 int64_t element_size(uint8_t code);
 
@@ -34,9 +43,9 @@ struct CheckpointRecord {
   RecordKind kind = RecordKind::Integer;
   int64_t integer = 0;
   double real = 0;
-  std::string text;              // text records; a tensor's raw bytes
+  std::string text;  // text records; a tensor's raw bytes
   ElementType element = ElementType::Float32;
-  std::vector<int64_t> shape;    // tensor records
+  std::vector<int64_t> shape;  // tensor records
 };
 
 using CheckpointRecords = std::map<std::string, CheckpointRecord>;

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace atl {
 
@@ -21,9 +21,9 @@ Correlation parameter_correlation(const std::vector<std::vector<at::Tensor>>& wo
     for (const auto& p : params) parts.push_back(p.detach().reshape({-1}).to(at::kDouble));
     rows.push_back(at::cat(parts));
   }
-  at::Tensor x = at::stack(rows);                 // (N, P)
+  at::Tensor x = at::stack(rows);  // (N, P)
   x.sub_(x.mean({1}, /*keepdim=*/true));
-  const at::Tensor gram = at::mm(x, x.t());       // (N, N)
+  const at::Tensor gram = at::mm(x, x.t());  // (N, N)
   const at::Tensor norm = gram.diagonal().sqrt();
   const at::Tensor corr = gram / at::outer(norm, norm);
   auto a = corr.accessor<double, 2>();
@@ -61,13 +61,13 @@ Agreement worker_agreement(const std::vector<std::vector<at::Tensor>>& workers,
     const at::Tensor start = initial[k].detach().reshape({-1}).to(at::kDouble);
     std::vector<at::Tensor> rows;
     for (const auto& params : workers) rows.push_back(params[k].detach().reshape({-1}).to(at::kDouble) - start);
-    const at::Tensor u = at::stack(rows);  // (N, n_k): the updates θ_i − θ_0
+    const at::Tensor u = at::stack(rows);        // (N, n_k): the updates θ_i − θ_0
     const at::Tensor mean_update = u.mean({0});  // (n_k): θ̄ − θ_0
     moved += mean_update.square().sum().item<double>();
-    const at::Tensor dev = (u - mean_update).square().sum({1});  // (N)
+    const at::Tensor dev = (u - mean_update).square().sum({1});    // (N)
     const at::Tensor centred = u - u.mean({1}, /*keepdim=*/true);  // (N, n_k)
-    const at::Tensor gram = at::mm(centred, centred.t());         // (N, N)
-    const at::Tensor raw = u.square().sum({1});                   // (N)
+    const at::Tensor gram = at::mm(centred, centred.t());          // (N, N)
+    const at::Tensor raw = u.square().sum({1});                    // (N)
     auto g = gram.accessor<double, 2>();
     auto d = dev.accessor<double, 1>();
     auto r = raw.accessor<double, 1>();

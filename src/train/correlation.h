@@ -45,7 +45,6 @@ struct Agreement {
 // workers[w] = worker w's parameter list, `initial` = θ_0 (same shapes).
 // One pass over the tensors, in float64: per tensor an (N x n) copy of the
 // updates and an N x N Gram matrix.
-Agreement worker_agreement(const std::vector<std::vector<at::Tensor>>& workers,
-                           const std::vector<at::Tensor>& initial);
+Agreement worker_agreement(const std::vector<std::vector<at::Tensor>>& workers, const std::vector<at::Tensor>& initial);
 
 }  // namespace atl

@@ -5,8 +5,8 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
-#include <utility>
 #include <stdexcept>
+#include <utility>
 
 namespace atl {
 namespace {
@@ -67,8 +67,7 @@ DataSource::DataSource(const Config& cfg) : cfg_(cfg) {
     vocab_size_ = 10;
     // The whole test split, in fixed batches of train.batch_size.
     const int64_t n = mnist_->test.size(), bs = std::max<int64_t>(cfg.train.batch_size, 1);
-    for (int64_t start = 0; start < n && int64_t(eval_batches_.size()) < cfg.train.eval_batches;
-         start += bs) {
+    for (int64_t start = 0; start < n && int64_t(eval_batches_.size()) < cfg.train.eval_batches; start += bs) {
       eval_batches_.push_back(mnist_batch(mnist_->test, start, std::min(bs, n - start)));
     }
     return;
@@ -79,16 +78,15 @@ DataSource::DataSource(const Config& cfg) : cfg_(cfg) {
     vocab_size_ = npy_vocab_size(cfg);
     // Like MNIST: the first batches of the validation split, in order.
     const int64_t n = npy_->val_size(), bs = std::max<int64_t>(cfg.train.batch_size, 1);
-    for (int64_t start = 0; start < n && int64_t(eval_batches_.size()) < cfg.train.eval_batches;
-         start += bs) {
+    for (int64_t start = 0; start < n && int64_t(eval_batches_.size()) < cfg.train.eval_batches; start += bs) {
       eval_batches_.push_back(npy_batch(*npy_, start, std::min(bs, n - start)));
     }
     return;
   }
   text_ = std::make_shared<TokenData>(load_token_data(dir, cfg.data.vocab_size));
   vocab_size_ = text_->vocab_size;
-  for (auto& b : fixed_token_batches(text_->val, cfg.model.block_size, cfg.train.batch_size,
-                                     cfg.train.eval_batches, eval_seed))
+  for (auto& b :
+       fixed_token_batches(text_->val, cfg.model.block_size, cfg.train.batch_size, cfg.train.eval_batches, eval_seed))
     eval_batches_.push_back(b);
   if (cfg.train.final_eval == "full" && full_eval_examples() == 0)
     throw std::runtime_error("train.final_eval = 'full': the validation split of '" + dir + "' has " +
@@ -135,20 +133,18 @@ int64_t DataSource::tokens_per_example() const {
   return cfg_.model.block_size;
 }
 
-std::unique_ptr<DataSource::Stream> DataSource::stream(int64_t worker, int64_t workers,
-                                                       uint64_t seed) const {
+std::unique_ptr<DataSource::Stream> DataSource::stream(int64_t worker, int64_t workers, uint64_t seed) const {
   const uint64_t shard_seed = static_cast<uint64_t>(cfg_.run.seed);  // same on all workers
   if (mnist_) {
     return std::make_unique<SamplerStream<MnistBatchSampler>>(
         mnist_->train, mnist_shard(mnist_->train, worker, workers, cfg_.data.shard, shard_seed), seed);
   }
   if (npy_) {
-    return std::make_unique<SamplerStream<NpyBatchSampler>>(*npy_, npy_shard(*npy_, worker, workers, cfg_.data.shard, shard_seed),
-                                       seed);
+    return std::make_unique<SamplerStream<NpyBatchSampler>>(
+        *npy_, npy_shard(*npy_, worker, workers, cfg_.data.shard, shard_seed), seed);
   }
   return std::make_unique<SamplerStream<TokenBatchSampler>>(
-      text_->train,
-      shard_ranges(text_->train, worker, workers, cfg_.data.shard, shard_seed, kIidChunkTokens),
+      text_->train, shard_ranges(text_->train, worker, workers, cfg_.data.shard, shard_seed, kIidChunkTokens),
       cfg_.model.block_size, seed);
 }
 
@@ -179,8 +175,8 @@ class DeviceSliceStream final : public DataSource::Stream {
 std::unique_ptr<DataSource::Stream> DataSource::device_stream(std::unique_ptr<Stream> island, int64_t device,
                                                               int64_t devices) {
   if (devices < 1 || device < 0 || device >= devices)
-    throw std::invalid_argument("device_stream: device " + std::to_string(device) + " of " +
-                                std::to_string(devices) + " devices");
+    throw std::invalid_argument("device_stream: device " + std::to_string(device) + " of " + std::to_string(devices) +
+                                " devices");
   if (devices == 1) return island;
   return std::make_unique<DeviceSliceStream>(std::move(island), device, devices);
 }

@@ -30,7 +30,8 @@ std::vector<int64_t> parse_step_list(const std::string& list, const std::string&
   for (size_t end; (end = list.find(',', start)) != std::string::npos; start = end + 1) {
     const std::string digits = list.substr(start, end - start);
     if (digits.empty() || digits.size() > 15 || digits.find_first_not_of("0123456789") != std::string::npos)
-      throw std::invalid_argument(who + " sent a checkpoint step list atoll cannot read: '" + digits.substr(0, 20) + "'");
+      throw std::invalid_argument(who + " sent a checkpoint step list atoll cannot read: '" + digits.substr(0, 20) +
+                                  "'");
     out.push_back(std::stoll(digits));
   }
   if (start != list.size()) throw std::invalid_argument(who + " sent a checkpoint step list without its last comma");
@@ -96,8 +97,8 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
   throw_if_errors(validate(cfg));
   validate(opts);
   if (cfg.strategy.workers != opts.world_size)
-    throw std::invalid_argument("strategy.workers = " + std::to_string(cfg.strategy.workers) + " but WORLD_SIZE = " +
-                                std::to_string(opts.world_size) +
+    throw std::invalid_argument("strategy.workers = " + std::to_string(cfg.strategy.workers) +
+                                " but WORLD_SIZE = " + std::to_string(opts.world_size) +
                                 "; a real run has one worker per rank (atoll train sets strategy.workers from "
                                 "WORLD_SIZE unless given)");
   const IslandLayout layout = island_layout(cfg);
@@ -132,8 +133,9 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
     for (const auto& [step, count] : holders)
       if (count == int64_t(lists.size())) common_step = std::max(common_step, step);
   }
-  const std::string problem =
-      leader_folder == "ok" ? "" : leader ? leader_folder : "rank 0 could not start the run: " + leader_folder;
+  const std::string problem = leader_folder == "ok" ? ""
+                              : leader              ? leader_folder
+                                                    : "rank 0 could not start the run: " + leader_folder;
   const StartPlan start = resolve_start(cfg, problem, common_step);  // the same on every rank
   const bool resume = start.resume;
   plan.resume_step = start.step;
@@ -150,9 +152,9 @@ RunSummary train_distributed(const Config& cfg, const DistOptions& opts, const T
   const auto statuses = group->raw_all_gather_strings(status);
   for (size_t r = 0; r < statuses.size(); ++r)
     if (statuses[r] != "ok")
-      throw std::runtime_error(int64_t(r) == group->rank() ? statuses[r]
-                                                           : "rank " + std::to_string(r) + " could not start the run: " +
-                                                                 statuses[r]);
+      throw std::runtime_error(int64_t(r) == group->rank()
+                                   ? statuses[r]
+                                   : "rank " + std::to_string(r) + " could not start the run: " + statuses[r]);
   std::unique_ptr<MetricsLog> log;
   if (resume && leader) log = reopen_for_resume(plan.run_dir, plan.resume_step);
   if (!log) log = std::make_unique<MetricsLog>(leader ? plan.run_dir.string() : "");

@@ -14,19 +14,19 @@
 #include "atoll/strategy.h"
 #include "model/export.h"
 #include "model/precision.h"
-#include "train/gradients.h"
 #include "net/devices.h"
 #include "strategy/baselines.h"
 #include "train/checkpoint.h"
 #include "train/data_source.h"
+#include "train/gradients.h"
 #include "train/observer.h"
 #include "train/rendezvous.h"
 #include "train/schedule.h"
 #include "train/stop_signal.h"
 #include "train/threads.h"
+#include "train/timing_files.h"
 #include "train/worker_networks.h"
 #include "train/worker_slot.h"
-#include "train/timing_files.h"
 #include "util/format.h"
 #include "util/rng.h"
 #include "util/wall_time.h"
@@ -38,8 +38,8 @@ using Clock = WallClock;
 
 class Driver {
  public:
-  Driver(const Config& cfg, Cluster& cluster, MetricsLog& log, const TrainHooks& hooks,
-         int64_t threads_per_worker_hint, const CheckpointPlan& plan)
+  Driver(const Config& cfg, Cluster& cluster, MetricsLog& log, const TrainHooks& hooks, int64_t threads_per_worker_hint,
+         const CheckpointPlan& plan)
       : cfg_(cfg),
         schedule_(cfg),
         plan_(plan),
@@ -55,7 +55,7 @@ class Driver {
     // The strategy runs between islands: to it, each island is one worker.
     strategy_cfg_ = cfg;
     strategy_cfg_.strategy.workers = layout_.islands;
-    require_precision_supported(cfg.train.precision);  // before any model is built
+    require_precision_supported(cfg.train.precision);            // before any model is built
     speed_ = parse_number_list(cfg.network.speed_factors, 1.0);  // checked by validate()
     speed_.resize(workers_, 1.0);
     speed_changes_ = parse_speed_schedule(cfg.faults.speed_schedule);
@@ -225,8 +225,8 @@ class Driver {
       slot.compute_wall += wall_compute(wall0, comm0);
       const double l = loss.item<double>();
       if (!std::isfinite(l))
-        throw std::runtime_error("worker " + std::to_string(w) + ": loss is " + std::to_string(l) +
-                                 " at step " + std::to_string(t + 1) + "; lower optim.lr");
+        throw std::runtime_error("worker " + std::to_string(w) + ": loss is " + std::to_string(l) + " at step " +
+                                 std::to_string(t + 1) + "; lower optim.lr");
       slot.loss_sum += l;
       slot.loss_count += 1;
       if (observe_at(t + 1)) break;
@@ -252,8 +252,7 @@ class Driver {
       if (change.worker != slot.rank) continue;
       factor = change.factor;
       if (change.step == t && log_change)
-        slot.events.push_back(
-            fault_event_line(t, slot.rank, "speed", "compute-time factor " + std::to_string(factor)));
+        slot.events.push_back(fault_event_line(t, slot.rank, "speed", "compute-time factor " + std::to_string(factor)));
     }
     return factor;
   }
@@ -323,8 +322,8 @@ class Driver {
     v.text("meta.config", config);
     if (!v.loading()) return;
     if (config != trajectory_)
-      throw CheckpointError("the checkpoint of step " + std::to_string(step) + " was written with other settings: " +
-                            trajectory_difference(config, trajectory_) +
+      throw CheckpointError("the checkpoint of step " + std::to_string(step) +
+                            " was written with other settings: " + trajectory_difference(config, trajectory_) +
                             "; resume with the settings it was written with, or start a new run");
     if (saved_step != step || saved_rank != rank)
       throw CheckpointError("checkpoint file of step " + std::to_string(saved_step) + ", worker " +
@@ -377,7 +376,7 @@ class Driver {
   DataSource data_;
   WorkerNetworks networks_;
   IslandLayout layout_;
-  Config strategy_cfg_;                     // cfg_ with strategy.workers = the islands
+  Config strategy_cfg_;  // cfg_ with strategy.workers = the islands
   Observer observer_;
   int64_t threads_ = 1;
   ComputeSlots compute_slots_;

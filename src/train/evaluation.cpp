@@ -80,11 +80,15 @@ EvalResult evaluate_batches_parallel(const std::vector<Model*>& models,
       set_compute_threads(1);
       for (size_t i = t; i < batches.size(); i += threads) {
         size_t given = 0;
-        correct[i] = evaluate_batches(*models[t], [&](std::pair<at::Tensor, at::Tensor>& b) {
-          if (given++ > 0) return false;
-          b = batches[i];
-          return true;
-        }, &losses[i]).correct;
+        correct[i] = evaluate_batches(
+                         *models[t],
+                         [&](std::pair<at::Tensor, at::Tensor>& b) {
+                           if (given++ > 0) return false;
+                           b = batches[i];
+                           return true;
+                         },
+                         &losses[i])
+                         .correct;
       }
     } catch (...) {
       errors[t] = std::current_exception();

@@ -11,9 +11,8 @@
 namespace atl {
 
 std::vector<std::string> with_one_worker_per_rank(std::vector<std::string> overrides, const DistOptions& dist) {
-  const bool workers_given = std::any_of(overrides.begin(), overrides.end(), [](const std::string& o) {
-    return o.rfind("strategy.workers=", 0) == 0;
-  });
+  const bool workers_given = std::any_of(overrides.begin(), overrides.end(),
+                                         [](const std::string& o) { return o.rfind("strategy.workers=", 0) == 0; });
   if (!workers_given && dist.world_size > 0)
     overrides.insert(overrides.begin(), "strategy.workers=" + std::to_string(dist.world_size));
   return overrides;

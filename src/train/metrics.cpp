@@ -9,8 +9,7 @@ namespace atl {
 
 const std::vector<std::string>& MetricsLog::csv_columns() {
   static const std::vector<std::string> columns = {
-      "event",      "step",        "loss",       "val_loss",  "lr",
-      "tokens",     "elapsed_s",   "sim_time_s", "compute_s", "blocked_s",
+      "event", "step", "loss", "val_loss", "lr", "tokens", "elapsed_s", "sim_time_s", "compute_s", "blocked_s",
       "utilisation", "bytes_sent_per_worker", "bytes_received_per_worker", "correlation",
       // Added later, so older spreadsheets keep their column positions.
       "val_loss_se", "update_correlation", "update_correlation_min", "disagreement"};

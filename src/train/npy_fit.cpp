@@ -40,8 +40,8 @@ void check_npy_fits_model(const NpyData& data, const Config& cfg, const std::str
                      " tokens, but model.block_size = " + std::to_string(cfg.model.block_size) +
                      "; set model.block_size = " + std::to_string(x.size(1)));
     if (data.train_targets.sizes() != x.sizes())
-      throw NpyError(file("train_targets.npy") + ": shape " + shape_text(data.train_targets.sizes()) + ", but " +
-                     who + " needs targets shaped like the inputs " + shape_text(x.sizes()) +
+      throw NpyError(file("train_targets.npy") + ": shape " + shape_text(data.train_targets.sizes()) + ", but " + who +
+                     " needs targets shaped like the inputs " + shape_text(x.sizes()) +
                      " (usually the inputs shifted by one)");
     check_npy_token_ids(data, cfg.data.vocab_size, dir);
     return;

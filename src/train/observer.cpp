@@ -57,8 +57,8 @@ Observer::Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, 
       real_(real_run),
       workers_(cfg.strategy.workers),
       islands_(island_layout(cfg).devices > 1),
-      eval_model_(make_model(cfg.model, data.vocab_size(), static_cast<uint64_t>(cfg.run.seed),
-                             data.tokens_per_example())) {
+      eval_model_(
+          make_model(cfg.model, data.vocab_size(), static_cast<uint64_t>(cfg.run.seed), data.tokens_per_example())) {
   params_ = eval_model_->num_params();
   for (const auto& p : eval_model_->parameters()) initial_params_.push_back(p.detach().clone());
   tokens_per_step_ = cfg.train.batch_size * eval_model_->tokens_per_example();
@@ -168,8 +168,7 @@ void Observer::observe(const Observation& o) {
     e["tokens_per_s"] = tokens_per_s;
     e["model_flops_per_s"] = tokens_per_s * flops_per_token_;
     // Per-worker bytes per step over this log window (the cumulative figure is in `common`).
-    e["bytes_sent_per_worker_per_step"] =
-        (sent / n - logged_sent_) / double(std::max<int64_t>(1, step - logged_step_));
+    e["bytes_sent_per_worker_per_step"] = (sent / n - logged_sent_) / double(std::max<int64_t>(1, step - logged_step_));
     logged_sent_ = sent / n;
     logged_step_ = step;
     for (const auto& [key, value] : o.strategy_stats) e[key] = value;
@@ -241,9 +240,9 @@ void Observer::observe(const Observation& o) {
 }
 
 std::string outage_event_line(int64_t step, const Outage& out) {
-  return fault_event_line(step, out.worker, "outage",
-                          "link down from " + format_number("%g", out.from) + " s to " + format_number("%g", out.to) +
-                              " s (simulated)");
+  return fault_event_line(
+      step, out.worker, "outage",
+      "link down from " + format_number("%g", out.from) + " s to " + format_number("%g", out.to) + " s (simulated)");
 }
 
 // A "fault" event for each link outage the simulated clock has reached.
@@ -303,8 +302,8 @@ EvalResult Observer::evaluate(const std::string& which, const Observation& o, bo
 std::vector<Model*> Observer::eval_models(size_t batches) {
   const size_t wanted = std::min<size_t>(batches, size_t(std::max<int64_t>(1, available_cores())));
   while (1 + eval_replicas_.size() < wanted)
-    eval_replicas_.push_back(make_model(cfg_.model, data_.vocab_size(), static_cast<uint64_t>(cfg_.run.seed),
-                                        data_.tokens_per_example()));
+    eval_replicas_.push_back(
+        make_model(cfg_.model, data_.vocab_size(), static_cast<uint64_t>(cfg_.run.seed), data_.tokens_per_example()));
   std::vector<Model*> models = {eval_model_.get()};
   at::NoGradGuard no_grad;
   const auto src = eval_model_->parameters();
@@ -338,8 +337,12 @@ void Observer::write_start_event(int64_t threads_per_worker) {
                       {"mode", real_ ? "real" : "simulated"}};
   // The machine, so that a figure or a failure can be tied to it.
   const MachineInfo m = machine_info();
-  e["machine"] = {{"cpu", m.cpu},   {"vendor", m.vendor},           {"cpu_family", m.family},
-                  {"cpu_model", m.model}, {"isa", m.isa},           {"blas_kernels", m.blas_kernels},
+  e["machine"] = {{"cpu", m.cpu},
+                  {"vendor", m.vendor},
+                  {"cpu_family", m.family},
+                  {"cpu_model", m.model},
+                  {"isa", m.isa},
+                  {"blas_kernels", m.blas_kernels},
                   {"openblas_coretype", m.blas_coretype}};
   if (islands_) {
     const IslandLayout l = island_layout(cfg_);
@@ -393,8 +396,8 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
   for (const auto& r : o.reports) {
     intra_sent += r.intra_sent;
     intra_network += r.intra_network_s;
-    nlohmann::json w = {{"sent", r.sent}, {"received", r.received}, {"ops", r.ops},
-                        {"network_model_s", r.network_model_s}};
+    nlohmann::json w = {
+        {"sent", r.sent}, {"received", r.received}, {"ops", r.ops}, {"network_model_s", r.network_model_s}};
     if (islands_) {
       w["intra_sent"] = r.intra_sent;
       w["intra_received"] = r.intra_received;
@@ -411,30 +414,30 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
     network_model += r.network_model_s;
   }
   const double n = double(workers_);
-  nlohmann::json e = {{"event", "end"},
-                      {"final_val_loss", last_val_loss_},
-                      {"final_train_loss", loss},
-                      {"wall_s", summary_.wall_seconds},
-                      {"tokens_per_s", tokens_per_s},
-                      {"model_flops_per_s", summary_.model_flops_per_s},
-                      {"sim_time_s", sim_time},
-                      {"compute_utilisation", summary_.compute_utilisation},
-                      {"bytes_sent_per_worker", sent},
-                      {"network_model_s_per_worker", network_model / n},
-                      {"final_correlation", workers_ > 1 && cfg_.strategy.correlation_every > 0
-                                                ? nlohmann::json(last_correlation_)
-                                                : nlohmann::json(nullptr)},
-                      {"final_update_correlation", number_or_null(summary_.final_update_correlation)},
-                      {"final_disagreement", number_or_null(summary_.final_disagreement)},
-                      {"final_val_loss_se", number_or_null(summary_.final_val_loss_se)},
-                      {"final_eval", summary_.final_eval},
-                      {"final_eval_examples", summary_.final_eval_examples},
-                      {"final_eval_tokens", summary_.final_eval_tokens},
-                      {"final_eval_s", summary_.final_eval_wall_seconds},
-                      {"eval_s", summary_.eval_wall_seconds},
-                      {"startup_s", number_or_null(startup_s_)},
-                      {"bytes_sent_by_tag_total", by_tag},
-                      {"ledger_per_worker", per_worker}};
+  nlohmann::json e = {
+      {"event", "end"},
+      {"final_val_loss", last_val_loss_},
+      {"final_train_loss", loss},
+      {"wall_s", summary_.wall_seconds},
+      {"tokens_per_s", tokens_per_s},
+      {"model_flops_per_s", summary_.model_flops_per_s},
+      {"sim_time_s", sim_time},
+      {"compute_utilisation", summary_.compute_utilisation},
+      {"bytes_sent_per_worker", sent},
+      {"network_model_s_per_worker", network_model / n},
+      {"final_correlation", workers_ > 1 && cfg_.strategy.correlation_every > 0 ? nlohmann::json(last_correlation_)
+                                                                                : nlohmann::json(nullptr)},
+      {"final_update_correlation", number_or_null(summary_.final_update_correlation)},
+      {"final_disagreement", number_or_null(summary_.final_disagreement)},
+      {"final_val_loss_se", number_or_null(summary_.final_val_loss_se)},
+      {"final_eval", summary_.final_eval},
+      {"final_eval_examples", summary_.final_eval_examples},
+      {"final_eval_tokens", summary_.final_eval_tokens},
+      {"final_eval_s", summary_.final_eval_wall_seconds},
+      {"eval_s", summary_.eval_wall_seconds},
+      {"startup_s", number_or_null(startup_s_)},
+      {"bytes_sent_by_tag_total", by_tag},
+      {"ledger_per_worker", per_worker}};
   if (task_ == "classification") e["final_val_accuracy"] = number_or_null(summary_.final_val_accuracy);
   // Bitwise fingerprints of every worker's final parameters: equal runs
   // (simulated against real, resumed against uninterrupted) have equal hashes.

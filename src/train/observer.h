@@ -12,9 +12,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
-#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -45,16 +45,16 @@ std::string outage_event_line(int64_t step, const Outage& out);
 struct Observation {
   int64_t step = 0;
   bool log = false, eval = false;
-  std::vector<WorkerReport> reports;                 // every worker's, rank order
-  std::vector<std::vector<at::Tensor>> params;       // every worker's, if needs_params()
-  std::map<std::string, double> strategy_stats;      // worker 0's strategy counters
-  const std::vector<at::Tensor>* global = nullptr;   // the strategy's global model, if any
+  std::vector<WorkerReport> reports;                // every worker's, rank order
+  std::vector<std::vector<at::Tensor>> params;      // every worker's, if needs_params()
+  std::map<std::string, double> strategy_stats;     // worker 0's strategy counters
+  const std::vector<at::Tensor>* global = nullptr;  // the strategy's global model, if any
 };
 
 class Observer {
  public:
-  Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, const DataSource& data,
-           const NetworkModel& net, bool real_run);
+  Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, const DataSource& data, const NetworkModel& net,
+           bool real_run);
   // Starts the wall clock (of this process's part of the run).
   void start();
   // Called by every worker as it begins its first step; the first call
@@ -120,9 +120,9 @@ class Observer {
   int64_t logged_step_ = 0;
   double last_train_loss_ = 0, last_val_loss_ = -1;
   double last_correlation_ = 1;
-  Agreement last_agreement_;     // at the latest correlation step
-  double final_eval_wall_ = 0;   // wall seconds of the final evaluation
-  EvalResult final_eval_;        // the final evaluation (val_loss is also last_val_loss_)
+  Agreement last_agreement_;    // at the latest correlation step
+  double final_eval_wall_ = 0;  // wall seconds of the final evaluation
+  EvalResult final_eval_;       // the final evaluation (val_loss is also last_val_loss_)
   std::vector<NamedTensor> final_weights_;
   std::string final_eval_model_;
   int64_t outages_logged_ = 0;  // network outages (in time order) already in the metrics

@@ -40,7 +40,10 @@ ReplayReading read(const VirtualClock& clock, const Communicator& comm, const Co
 class WorkerReplay {
  public:
   WorkerReplay(int64_t rank, SimCluster& cluster, const WorkerNetworks& nets, const ReplayScale& scale)
-      : rank_(rank), comm_(cluster.comm(rank)), island_(cluster.island_comm(rank)), scale_(scale),
+      : rank_(rank),
+        comm_(cluster.comm(rank)),
+        island_(cluster.island_comm(rank)),
+        scale_(scale),
         devices_(nets.layout.devices) {
     nets.attach(rank, comm_, island_, clock_);
   }
@@ -56,14 +59,18 @@ class WorkerReplay {
           if (island_ != nullptr) island_->set_step(step);
           ++step;
           break;
-        case TraceRecord::Kind::Compute: clock_.advance_compute(rec.seconds * scale_.compute); break;
+        case TraceRecord::Kind::Compute:
+          clock_.advance_compute(rec.seconds * scale_.compute);
+          break;
         case TraceRecord::Kind::Wait: {
           const int64_t index = int64_t(works_.size()) - 1 - rec.waits_back;
           if (rec.waits_back < 0 || index < 0) fail("waits for an asynchronous call it never made");
           works_[size_t(index)].wait();
           break;
         }
-        case TraceRecord::Kind::Call: call(rec.call); break;
+        case TraceRecord::Kind::Call:
+          call(rec.call);
+          break;
       }
     });
     out.at_step.push_back(read(clock_, comm_, island_));
@@ -84,8 +91,12 @@ class WorkerReplay {
     Communicator& comm = c.channel == 1 ? *island_ : comm_;
     const double wire = c.bytes * scale_.bytes;
     switch (c.op) {
-      case TracedOp::AllReduce: comm.all_reduce(small_, ReduceOp::Sum, c.tag, wire); break;
-      case TracedOp::AllReduceAsync: works_.push_back(comm.all_reduce_async(small_, ReduceOp::Sum, c.tag, wire)); break;
+      case TracedOp::AllReduce:
+        comm.all_reduce(small_, ReduceOp::Sum, c.tag, wire);
+        break;
+      case TracedOp::AllReduceAsync:
+        works_.push_back(comm.all_reduce_async(small_, ReduceOp::Sum, c.tag, wire));
+        break;
       case TracedOp::AllReduceOverlapped: {
         // The buckets' shares of the tensor set when each is ready: the
         // stand-in has the recorded element count (kept from step to step).
@@ -106,7 +117,9 @@ class WorkerReplay {
         comm.broadcast(t, c.rank, c.tag);
         break;
       }
-      case TracedOp::Barrier: comm.barrier(); break;
+      case TracedOp::Barrier:
+        comm.barrier();
+        break;
       case TracedOp::Exchange: {
         at::Tensor recv = bytes(c.bytes);
         comm.exchange(bytes(c.bytes), recv, c.rank, c.tag);
@@ -121,7 +134,9 @@ class WorkerReplay {
         }
         break;
       }
-      case TracedOp::Send: comm.send(bytes(c.bytes), c.rank, c.tag); break;
+      case TracedOp::Send:
+        comm.send(bytes(c.bytes), c.rank, c.tag);
+        break;
       case TracedOp::Recv: {
         at::Tensor t = bytes(c.bytes);
         comm.recv(t, c.rank, c.tag);
@@ -186,4 +201,3 @@ std::vector<ReplayedWorker> replay_traces(const Config& cfg, const std::vector<T
 }
 
 }  // namespace atl
-

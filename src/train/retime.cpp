@@ -28,10 +28,9 @@ namespace {
 // compute charges and the order of every call stay as recorded.
 const std::set<std::string>& retimable_keys() {
   static const std::set<std::string> keys = {
-      "network.bandwidth",        "network.latency",         "network.jitter",
-      "network.algorithm",        "network.server_bandwidth", "network.worker_bandwidth",
-      "network.worker_latency",   "network.outages",         "network.intra_bandwidth",
-      "network.intra_latency",    "network.island_bandwidth", "network.island_latency",
+      "network.bandwidth",        "network.latency",          "network.jitter",           "network.algorithm",
+      "network.server_bandwidth", "network.worker_bandwidth", "network.worker_latency",   "network.outages",
+      "network.intra_bandwidth",  "network.intra_latency",    "network.island_bandwidth", "network.island_latency",
       "network.island_uplink",    "islands.exchange"};
   return keys;
 }
@@ -124,7 +123,8 @@ class EventRewriter {
     e["sim_time_s"] = t.sim_time;
     e["compute_utilisation"] = t.sim_time > 0 ? (t.compute / n_) / t.sim_time : 1.0;
     e["bytes_sent_per_worker"] = t.sent / n_;
-    nlohmann::json by_tag = nlohmann::json::object(), per_worker = e.value("ledger_per_worker", nlohmann::json::array());
+    nlohmann::json by_tag = nlohmann::json::object(),
+                   per_worker = e.value("ledger_per_worker", nlohmann::json::array());
     double network = 0, intra_network = 0;
     for (size_t r = 0; r < workers_.size(); ++r) {
       const ReplayReading& end = workers_[r].at_step.back();
@@ -176,13 +176,15 @@ void projection_scales(const Projection& p, const std::vector<nlohmann::json>& e
       compute_per_step = e.value("compute_s", 0.0) / e.value("step", 1.0);
   }
   if (params <= 0 || compute_per_step <= 0)
-    throw std::invalid_argument("a projection needs the run's parameter count (start event) and a train event with compute");
+    throw std::invalid_argument(
+        "a projection needs the run's parameter count (start event) and a train event with compute");
   out.bytes_scale = p.params / params;
   double step_seconds = p.step_seconds;
   if (step_seconds <= 0 && p.device_flops > 0) {
     if (tokens_per_step <= 0)
-      throw std::invalid_argument("a projection from device FLOP/s needs the run's tokens per step (its start event "
-                                  "has none); give --project-step-time instead");
+      throw std::invalid_argument(
+          "a projection from device FLOP/s needs the run's tokens per step (its start event "
+          "has none); give --project-step-time instead");
     // Training FLOPs of a step: 6 per parameter per token (forward and backward).
     step_seconds = 6.0 * p.params * tokens_per_step / (p.device_flops * p.mfu);
   }
@@ -225,7 +227,8 @@ struct RunRetimer::Loaded {
 RunRetimer::RunRetimer(const std::string& run_dir) : loaded_(std::make_unique<Loaded>()) {
   const fs::path dir(run_dir);
   if (!fs::exists(dir / "summary.json"))
-    throw std::invalid_argument("'" + run_dir + "' is not a finished run (no summary.json): retime replays finished runs");
+    throw std::invalid_argument("'" + run_dir +
+                                "' is not a finished run (no summary.json): retime replays finished runs");
   loaded_->dir = run_dir;
   loaded_->events = read_events(dir);
   const std::string summary_path = (dir / "summary.json").string();
@@ -265,7 +268,8 @@ RetimedRun RunRetimer::retime(const std::vector<std::string>& overrides, const P
     summary["sim_time_s"] = end["sim_time_s"];
     summary["compute_utilisation"] = end["compute_utilisation"];
     summary["bytes_sent_per_worker"] = end["bytes_sent_per_worker"];
-    if (end.contains("intra_bytes_sent_per_worker")) summary["intra_bytes_sent_per_worker"] = end["intra_bytes_sent_per_worker"];
+    if (end.contains("intra_bytes_sent_per_worker"))
+      summary["intra_bytes_sent_per_worker"] = end["intra_bytes_sent_per_worker"];
   }
   summary["retimed"] = {{"from", run.dir}, {"changes", items}};
   if (projection.active())
@@ -277,7 +281,8 @@ RetimedRun RunRetimer::retime(const std::vector<std::string>& overrides, const P
   return out;
 }
 
-RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>& overrides, const Projection& projection) {
+RetimedRun retime_run(const std::string& run_dir, const std::vector<std::string>& overrides,
+                      const Projection& projection) {
   retimable_overrides(overrides);  // a wrong key is reported before the run is read
   return RunRetimer(run_dir).retime(overrides, projection);
 }
@@ -286,11 +291,13 @@ void write_retimed_run(const RetimedRun& run, const std::string& run_dir, const 
   const fs::path out(out_dir);
   if (fs::exists(out) && !fs::is_empty(out)) {
     if (!overwrite) throw std::runtime_error("'" + out_dir + "' already exists; choose another -o or pass --overwrite");
-    if (fs::equivalent(out, fs::path(run_dir))) throw std::runtime_error("retime writes a new folder; -o names the run itself");
+    if (fs::equivalent(out, fs::path(run_dir)))
+      throw std::runtime_error("retime writes a new folder; -o names the run itself");
     remove_run_folder(out, "--overwrite");
   }
   fs::create_directories(out);
-  write_file_atomic((out / "config.toml").string(), std::string(kRunConfigHeader) + " (retimed)\n" + to_toml(run.config));
+  write_file_atomic((out / "config.toml").string(),
+                    std::string(kRunConfigHeader) + " (retimed)\n" + to_toml(run.config));
   {
     MetricsLog log(out.string());
     for (const auto& line : run.events) log.write(nlohmann::json::parse(line));

@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "atoll/setup.h"
 #include "model/export.h"
 #include "train/checkpoint.h"
 #include "util/file_io.h"
-#include "atoll/setup.h"
 
 namespace atl {
 namespace fs = std::filesystem;

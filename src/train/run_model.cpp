@@ -42,8 +42,7 @@ RunModel load_run_model(const std::string& run_dir) {
 std::string export_run(const std::string& run_dir, const std::string& out, const ExportOptions& o) {
   if (o.format != "safetensors" && o.format != "torchscript")
     throw std::invalid_argument("--format = '" + o.format + "': allowed values are safetensors | torchscript");
-  if (fs::exists(out) && !o.overwrite)
-    throw std::runtime_error("'" + out + "' exists; pass --overwrite to replace it");
+  if (fs::exists(out) && !o.overwrite) throw std::runtime_error("'" + out + "' exists; pass --overwrite to replace it");
   const RunModel run = load_run_model(run_dir);
   const std::vector<NamedTensor> tensors = exported_tensors(*run.model, run.cfg.model);
   const std::string params = std::to_string(run.model->num_params()) + " parameters";
@@ -82,8 +81,10 @@ std::string sample_run(const std::string& run_dir, const TextSampleOptions& o) {
     throw std::runtime_error("sampling needs the run's tokenizer, from its data folder: " + std::string(e.what()));
   }
   std::unique_ptr<Tokenizer> tokenizer;
-  if (data.tokenizer == "char") tokenizer = make_char_tokenizer(data.char_vocab);
-  else if (data.tokenizer == "byte") tokenizer = make_byte_tokenizer();
+  if (data.tokenizer == "char")
+    tokenizer = make_char_tokenizer(data.char_vocab);
+  else if (data.tokenizer == "byte")
+    tokenizer = make_byte_tokenizer();
   else
     throw std::invalid_argument("'" + dir + "' holds token ids without a tokenizer (" + data.tokenizer +
                                 "); atoll sample needs char- or byte-level text (atoll prepare text --tokenizer)");
@@ -98,8 +99,8 @@ std::string sample_run(const std::string& run_dir, const TextSampleOptions& o) {
   try {
     prompt = tokenizer->encode(o.prompt.empty() ? std::string("\n") : o.prompt);
   } catch (const std::exception& e) {
-    throw std::invalid_argument("the prompt cannot be encoded with this run's " + data.tokenizer + " vocabulary: " +
-                                e.what());
+    throw std::invalid_argument("the prompt cannot be encoded with this run's " + data.tokenizer +
+                                " vocabulary: " + e.what());
   }
   return tokenizer->decode(sample_tokens(*run.model, prompt, s));
 }

@@ -11,11 +11,11 @@
 #include "atoll/train.h"
 #include "train/checkpoint.h"
 #include "train/cluster.h"
-#include "train/sim_cluster.h"
 #include "train/driver.h"
 #include "train/metrics.h"
 #include "train/rendezvous.h"
 #include "train/run_folder.h"
+#include "train/sim_cluster.h"
 #include "train/stop_signal.h"
 #include "train/threads.h"
 
@@ -24,7 +24,8 @@ namespace {
 
 RunSummary run_with_log(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, const CheckpointPlan& plan = {}) {
   SimCluster cluster(cfg.strategy.workers, parse_algorithm(cfg.network.algorithm), island_layout(cfg));
-  RunSummary s = run_on_cluster(cfg, cluster, log, hooks, threads_per_worker(cfg.run.threads, cfg.strategy.workers), plan);
+  RunSummary s =
+      run_on_cluster(cfg, cluster, log, hooks, threads_per_worker(cfg.run.threads, cfg.strategy.workers), plan);
   s.events = log.lines();
   return s;
 }

@@ -35,8 +35,7 @@ void set_compute_threads(int64_t threads, bool onednn_products) {
   // OpenBLAS keeps its own pool; LibTorch does not tell it. Looked up at run
   // time so that builds against other BLAS libraries still link.
   using SetThreads = void (*)(int);
-  static const auto openblas_set =
-      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  static const auto openblas_set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
   if (openblas_set) openblas_set(static_cast<int>(threads));
 }
 

@@ -19,7 +19,8 @@ std::vector<TimingTrace> read_timing_traces(const std::filesystem::path& run_dir
   for (int64_t r = 0; r < workers; ++r) {
     const std::filesystem::path path = timing_trace_path(run_dir, r);
     if (!std::filesystem::exists(path))
-      throw TraceError(path.string() + " is missing: the run did not record its timing (it was written by an "
+      throw TraceError(path.string() +
+                       " is missing: the run did not record its timing (it was written by an "
                        "atoll before retime existed, or did not finish); run it again to retime it");
     int64_t rank = -1;
     traces.push_back(TimingTrace::decode(read_file_bytes(path.string()), path.string(), &rank));

@@ -15,7 +15,7 @@ namespace atl {
 
 struct WorkerNetworks {
   explicit WorkerNetworks(const Config& cfg);
-  NetworkModel flat;                       // every worker's link (no islands)
+  NetworkModel flat;  // every worker's link (no islands)
   IslandLayout layout;
   std::unique_ptr<IslandNetwork> islands;  // islands.devices > 1: the two-level network
   std::unique_ptr<NetworkModel> intra;     // and the links inside an island

@@ -28,11 +28,21 @@ int64_t count(const nlohmann::json& j, const char* key) {
 }  // namespace
 
 nlohmann::json WorkerReport::to_json() const {
-  return {{"loss_sum", loss_sum}, {"loss_count", loss_count}, {"sim_now", sim_now},
-          {"compute_s", compute_s}, {"blocked_s", blocked_s}, {"sent", sent},
-          {"received", received}, {"ops", ops}, {"network_model_s", network_model_s},
-          {"comm_wall_s", comm_wall_s}, {"compute_wall_s", compute_wall_s}, {"sent_by_tag", sent_by_tag},
-          {"events", events}, {"intra_sent", intra_sent}, {"intra_received", intra_received},
+  return {{"loss_sum", loss_sum},
+          {"loss_count", loss_count},
+          {"sim_now", sim_now},
+          {"compute_s", compute_s},
+          {"blocked_s", blocked_s},
+          {"sent", sent},
+          {"received", received},
+          {"ops", ops},
+          {"network_model_s", network_model_s},
+          {"comm_wall_s", comm_wall_s},
+          {"compute_wall_s", compute_wall_s},
+          {"sent_by_tag", sent_by_tag},
+          {"events", events},
+          {"intra_sent", intra_sent},
+          {"intra_received", intra_received},
           {"intra_network_s", intra_network_s}};
 }
 
@@ -90,8 +100,7 @@ WorkerReport parse_worker_report(const std::string& text, const std::string& who
                                   " events");
     for (const auto& e : *events) {
       if (!e.is_string() || e.get_ref<const std::string&>().size() > kMaxEventBytes)
-        throw std::invalid_argument("an event is not a string of at most " + std::to_string(kMaxEventBytes) +
-                                    " bytes");
+        throw std::invalid_argument("an event is not a string of at most " + std::to_string(kMaxEventBytes) + " bytes");
       // Events go into rank 0's metrics.jsonl: only JSON objects, written
       // back in rank 0's own formatting (one line, control characters escaped).
       const nlohmann::json event = parse_json_input(e.get_ref<const std::string&>(), "an event");

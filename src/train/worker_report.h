@@ -21,8 +21,8 @@ struct WorkerReport {
   // Islands: bytes and network time on the links inside the island (the
   // figures above are then the wide-area ones between islands).
   double intra_sent = 0, intra_received = 0, intra_network_s = 0;
-  double comm_wall_s = 0;      // real runs: measured wall time inside collectives
-  double compute_wall_s = 0;   // real runs: measured wall time of forward/backward and updates
+  double comm_wall_s = 0;     // real runs: measured wall time inside collectives
+  double compute_wall_s = 0;  // real runs: measured wall time of forward/backward and updates
   std::map<std::string, double> sent_by_tag;
   std::vector<std::string> events;  // "fault" events (JSON lines) since the last report
 

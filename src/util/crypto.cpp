@@ -30,8 +30,7 @@ EVP_MAC* hmac_algorithm() {
 }  // namespace
 
 Bytes hmac_sha256(const Bytes& key, std::initializer_list<std::string_view> parts) {
-  std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_new(hmac_algorithm()),
-                                                                &EVP_MAC_CTX_free);
+  std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_new(hmac_algorithm()), &EVP_MAC_CTX_free);
   if (!ctx) openssl_failed("EVP_MAC_CTX_new");
   char digest[] = "SHA256";
   const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", digest, 0), OSSL_PARAM_construct_end()};
@@ -44,8 +43,7 @@ Bytes hmac_sha256(const Bytes& key, std::initializer_list<std::string_view> part
       openssl_failed("EVP_MAC_update");
   Bytes out(kHmacBytes);
   size_t len = 0;
-  if (EVP_MAC_final(ctx.get(), out.data(), &len, out.size()) != 1 || len != kHmacBytes)
-    openssl_failed("EVP_MAC_final");
+  if (EVP_MAC_final(ctx.get(), out.data(), &len, out.size()) != 1 || len != kHmacBytes) openssl_failed("EVP_MAC_final");
   return out;
 }
 
@@ -59,9 +57,7 @@ bool equal_in_constant_time(const Bytes& a, const Bytes& b) {
   return a.size() == b.size() && (a.empty() || CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0);
 }
 
-std::string_view as_text(const Bytes& b) {
-  return std::string_view(reinterpret_cast<const char*>(b.data()), b.size());
-}
+std::string_view as_text(const Bytes& b) { return std::string_view(reinterpret_cast<const char*>(b.data()), b.size()); }
 
 std::string to_hex(const Bytes& b) {
   static const char kDigits[] = "0123456789abcdef";

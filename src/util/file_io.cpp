@@ -59,8 +59,7 @@ void create_folders(const fs::path& folder) {
 std::string read_file_bytes(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw std::runtime_error("file not found: " + path);
-  if (fs::is_directory(path, ec))
-    throw std::runtime_error("expected a file but found a folder: " + path);
+  if (fs::is_directory(path, ec)) throw std::runtime_error("expected a file but found a folder: " + path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
   std::ostringstream ss;
@@ -68,7 +67,6 @@ std::string read_file_bytes(const std::string& path) {
   if (in.bad()) throw std::runtime_error("error while reading " + path);
   return ss.str();
 }
-
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   const fs::path target(path);

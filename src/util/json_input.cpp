@@ -23,7 +23,9 @@ int64_t too_deep_at(std::string_view text) {
       continue;
     }
     switch (c) {
-      case '"': in_string = true; break;
+      case '"':
+        in_string = true;
+        break;
       case '[':
       case '{':
         if (++depth > kMaxJsonDepth) return static_cast<int64_t>(i);
@@ -33,7 +35,8 @@ int64_t too_deep_at(std::string_view text) {
         // An unbalanced close is the parser's to report; never below 0.
         if (depth > 0) --depth;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return -1;
@@ -46,8 +49,7 @@ void check_json_depth(std::string_view text, const std::string& source) {
   if (at >= 0)
     throw std::runtime_error(source + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
                              " levels of arrays and objects (at byte " + std::to_string(at) +
-                             "); atoll reads JSON nested at most " + std::to_string(kMaxJsonDepth) +
-                             " levels deep");
+                             "); atoll reads JSON nested at most " + std::to_string(kMaxJsonDepth) + " levels deep");
 }
 
 nlohmann::json parse_json_input(const std::string& text, const std::string& source) {
@@ -68,7 +70,8 @@ std::string describe_json_value(const nlohmann::json& value) {
           nlohmann::json(s.substr(0, 40)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       return s.size() <= 40 ? shown : shown + " (cut from " + std::to_string(s.size()) + " bytes)";
     }
-    default: return value.dump();
+    default:
+      return value.dump();
   }
 }
 

@@ -48,8 +48,8 @@ MachineInfo machine_info() {
     // The display family and model, as Intel's and AMD's manuals define them.
     const int base_family = static_cast<int>((a >> 8) & 0xf), base_model = static_cast<int>((a >> 4) & 0xf);
     m.family = base_family == 0xf ? base_family + static_cast<int>((a >> 20) & 0xff) : base_family;
-    m.model = base_family == 0xf || base_family == 0x6 ? base_model | static_cast<int>(((a >> 16) & 0xf) << 4)
-                                                        : base_model;
+    m.model =
+        base_family == 0xf || base_family == 0x6 ? base_model | static_cast<int>(((a >> 16) & 0xf) << 4) : base_model;
   }
   m.isa = __builtin_cpu_supports("avx512f") ? "avx512" : __builtin_cpu_supports("avx2") ? "avx2" : "sse";
   if (m.isa == "avx512" && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5))) m.isa = "avx512_bf16";

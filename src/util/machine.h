@@ -11,13 +11,13 @@
 namespace atl {
 
 struct MachineInfo {
-  std::string cpu;           // /proc/cpuinfo's "model name" ("AMD EPYC 9B45"), or "unknown"
-  std::string vendor;        // "AuthenticAMD", "GenuineIntel", ...
-  int family = 0;            // CPUID's display family (26 = AMD Zen 5, 25 = Zen 3/4, 6 = Intel Core)
-  int model = 0;             // CPUID's display model
-  std::string isa;           // the widest vector ISA: "avx512_bf16", "avx512", "avx2", "sse"
-  std::string blas_kernels;  // OpenBLAS's kernel family ("Haswell", "SkylakeX"), "" without OpenBLAS
-  std::string blas_coretype; // OPENBLAS_CORETYPE as the environment sets it ("" if unset); never changed
+  std::string cpu;            // /proc/cpuinfo's "model name" ("AMD EPYC 9B45"), or "unknown"
+  std::string vendor;         // "AuthenticAMD", "GenuineIntel", ...
+  int family = 0;             // CPUID's display family (26 = AMD Zen 5, 25 = Zen 3/4, 6 = Intel Core)
+  int model = 0;              // CPUID's display model
+  std::string isa;            // the widest vector ISA: "avx512_bf16", "avx512", "avx2", "sse"
+  std::string blas_kernels;   // OpenBLAS's kernel family ("Haswell", "SkylakeX"), "" without OpenBLAS
+  std::string blas_coretype;  // OPENBLAS_CORETYPE as the environment sets it ("" if unset); never changed
 };
 
 MachineInfo machine_info();

@@ -13,8 +13,7 @@ namespace {
 std::atomic<int> g_caught{0};
 std::atomic<const SignalLatch::Shared*> g_shared{nullptr};
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler updates g_caught");
-static_assert(std::atomic<const SignalLatch::Shared*>::is_always_lock_free,
-              "the signal handler reads g_shared");
+static_assert(std::atomic<const SignalLatch::Shared*>::is_always_lock_free, "the signal handler reads g_shared");
 
 extern "C" void on_signal(int signo) {
   const int saved_errno = errno;
@@ -40,8 +39,8 @@ extern "C" void on_signal(int signo) {
 }  // namespace
 
 SignalLatch::SignalLatch(const SignalLatchOptions& options)
-    : shared_{options.wake_fd, options.first_note,
-              options.first_note ? std::strlen(options.first_note) : 0, options.second_is_fatal},
+    : shared_{options.wake_fd, options.first_note, options.first_note ? std::strlen(options.first_note) : 0,
+              options.second_is_fatal},
       outer_(g_shared.load()) {
   g_caught.store(0);
   g_shared.store(&shared_, std::memory_order_release);  // before any handler can run
