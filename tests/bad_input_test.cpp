@@ -4,12 +4,14 @@
 // docs/RELIABILITY.md quotes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -202,6 +204,10 @@ TEST(Cli, AtollAloneListsEveryCommandWithALineEach) {
                               "sample", "launch", "prepare", "bench", "config", "token"})
     EXPECT_NE(out.find("\n  " + std::string(command) + " "), std::string::npos) << command << " is not listed:\n"
                                                                                 << out;
+  // Each line is a whole clause: no parenthesis left open by shortening it.
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_EQ(std::count(line.begin(), line.end(), '('), std::count(line.begin(), line.end(), ')')) << line;
 }
 
 TEST(Cli, TheStartLineComesBeforeAnErrorEvenThroughAPipe) {

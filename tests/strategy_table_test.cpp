@@ -11,8 +11,10 @@
 #include "atoll/comm.h"
 #include "atoll/setup.h"
 #include "atoll/strategy.h"
+#include "config/checks.h"
 #include "every_strategy.h"
 #include "strategy/table.h"
+#include "strategy/topology_table.h"
 
 namespace atl {
 namespace {
@@ -118,3 +120,19 @@ TEST(StrategyTable, HelpOfStrategyNameListsEveryMethod) { EXPECT_EQ(field_help("
 
 }  // namespace
 }  // namespace atl
+
+// strategy.topology's table: every topology parses to its own value, is
+// accepted for a method that takes any topology, and is named in --help.
+TEST(TopologyTable, EveryTopologyParsesValidatesAndIsInTheHelp) {
+  const std::string help = field_help("strategy.topology");
+  for (const TopologyInfo& t : topology_table()) {
+    EXPECT_EQ(parse_topology(t.name), t.value) << t.name;
+    Config c;
+    c.strategy.name = "sparta";
+    c.strategy.workers = 4;
+    c.strategy.topology = t.name;
+    EXPECT_TRUE(validate(c).empty()) << t.name << ": " << join_choices(validate(c));
+    EXPECT_NE(help.find(t.name), std::string::npos) << t.name << " is not in --help: " << help;
+  }
+  EXPECT_THROW(parse_topology("star"), std::invalid_argument);
+}

@@ -150,7 +150,7 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("strategy.eval_worker0", c.strategy.eval_worker0,
             "also evaluate worker 0 alone (methods evaluated on the average)"),
       field("strategy.topology", c.strategy.topology,
-            "global | ring | gossip: who averages with whom (sparta's coordinates, localsgd's parameters)"),
+            "{topologies}: who averages with whom (sparta's coordinates, localsgd's parameters)"),
       field("strategy.correlation_every", c.strategy.correlation_every,
             "log the workers' mean pairwise parameter correlation every this many steps (0 = off)"),
 

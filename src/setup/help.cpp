@@ -8,10 +8,12 @@
 
 #include "atoll/setup.h"
 #include "compress/codec_names.h"
+#include "config/checks.h"
 #include "net/collective_algorithms.h"
 #include "net/devices.h"
 #include "net/island_exchanges.h"
 #include "strategy/table.h"
+#include "strategy/topology_table.h"
 
 namespace atl {
 namespace {
@@ -22,6 +24,7 @@ std::string with_choices(std::string help) {
       {"{codecs}", codec_choices()},
       {"{dense codecs}", dense_codec_choices()},
       {"{devices}", compute_device_names()},
+      {"{topologies}", join_choices(topology_names())},
       {"{collective algorithms}", collective_algorithm_choices()},
       {"{collective algorithm help}", collective_algorithm_help()},
       {"{island exchanges}", island_exchange_choices()},

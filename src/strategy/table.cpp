@@ -6,6 +6,7 @@
 #include "compress/codec_names.h"
 #include "config/checks.h"
 #include "strategy/all_methods.h"
+#include "strategy/topology_table.h"
 
 namespace atl {
 namespace {
@@ -87,10 +88,10 @@ void validate_strategy(const Config& c, std::vector<std::string>& e) {
   p.need(c.strategy.eval_model != "global" || has(c.strategy.name, kGlobalModel),
          "strategy.eval_model = 'global' needs a method with a global model (" +
              join_choices(names_with(kGlobalModel)) + ")");
-  p.enum_check("strategy.topology", c.strategy.topology, {"global", "ring", "gossip"});
+  p.enum_check("strategy.topology", c.strategy.topology, topology_names());
   // The message names the kAnyTopology methods in its own words (unchanged
   // text: tests and users match it).
-  p.need((c.strategy.topology != "ring" && c.strategy.topology != "gossip") || has(c.strategy.name, kAnyTopology),
+  p.need(c.strategy.topology == "global" || has(c.strategy.name, kAnyTopology),
          "strategy.topology = '" + c.strategy.topology +
              "' applies to sparta and localsgd only (noloco always uses gossip groups)");
   p.need(c.strategy.correlation_every >= 0, "strategy.correlation_every must be >= 0 (0 = off)");

@@ -9,13 +9,6 @@
 
 namespace atl {
 
-Topology parse_topology(const std::string& name) {
-  if (name == "global") return Topology::Global;
-  if (name == "ring") return Topology::Ring;
-  if (name == "gossip") return Topology::Gossip;
-  throw std::invalid_argument("topology '" + name + "': allowed values are global | ring | gossip");
-}
-
 std::vector<int64_t> ring_peers(int64_t rank, int64_t n) {
   if (n <= 1) return {};
   const int64_t left = (rank + n - 1) % n, right = (rank + 1) % n;

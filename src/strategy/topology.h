@@ -16,13 +16,9 @@
 #include <vector>
 
 #include "atoll/comm.h"
+#include "strategy/topology_table.h"  // Topology, parse_topology
 
 namespace atl {
-
-enum class Topology { Global, Ring, Gossip };
-
-// "global" | "ring" | "gossip"; throws std::invalid_argument naming the choices.
-Topology parse_topology(const std::string& name);
 
 // Peers of `rank` in a ring of n (distinct; empty for n = 1; one for n = 2).
 std::vector<int64_t> ring_peers(int64_t rank, int64_t n);
