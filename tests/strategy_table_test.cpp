@@ -118,9 +118,6 @@ TEST(StrategyTable, EverySuitesExclusionsNameMethodsOfTheTableWithAReason) {
 
 TEST(StrategyTable, HelpOfStrategyNameListsEveryMethod) { EXPECT_EQ(field_help("strategy.name"), strategy_choices()); }
 
-}  // namespace
-}  // namespace atl
-
 // strategy.topology's table: every topology parses to its own value, is
 // accepted for a method that takes any topology, and is named in --help.
 TEST(TopologyTable, EveryTopologyParsesValidatesAndIsInTheHelp) {
@@ -136,3 +133,6 @@ TEST(TopologyTable, EveryTopologyParsesValidatesAndIsInTheHelp) {
   }
   EXPECT_THROW(parse_topology("star"), std::invalid_argument);
 }
+
+}  // namespace
+}  // namespace atl

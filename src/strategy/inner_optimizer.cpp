@@ -1,9 +1,11 @@
 #include "strategy/inner_optimizer.h"
 
+// torch/types.h first: clip_grad.h uses torch::Tensor without including it.
+#include <torch/types.h>
+
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
-#include <torch/types.h>
 
 #include <string>
 #include <type_traits>

@@ -1,5 +1,6 @@
 #include "strategy/table.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -91,7 +92,10 @@ void validate_strategy(const Config& c, std::vector<std::string>& e) {
   p.enum_check("strategy.topology", c.strategy.topology, topology_names());
   // The message names the kAnyTopology methods in its own words (unchanged
   // text: tests and users match it).
-  p.need(c.strategy.topology == "global" || has(c.strategy.name, kAnyTopology),
+  const std::vector<std::string> topologies = topology_names();
+  const bool mixing = c.strategy.topology != "global" &&
+                      std::find(topologies.begin(), topologies.end(), c.strategy.topology) != topologies.end();
+  p.need(!mixing || has(c.strategy.name, kAnyTopology),
          "strategy.topology = '" + c.strategy.topology +
              "' applies to sparta and localsgd only (noloco always uses gossip groups)");
   p.need(c.strategy.correlation_every >= 0, "strategy.correlation_every must be >= 0 (0 = off)");
