@@ -1,6 +1,5 @@
 #include "strategy/table.h"
 
-#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -92,9 +91,7 @@ void validate_strategy(const Config& c, std::vector<std::string>& e) {
   p.enum_check("strategy.topology", c.strategy.topology, topology_names());
   // The message names the kAnyTopology methods in its own words (unchanged
   // text: tests and users match it).
-  const std::vector<std::string> topologies = topology_names();
-  const bool mixing = c.strategy.topology != "global" &&
-                      std::find(topologies.begin(), topologies.end(), c.strategy.topology) != topologies.end();
+  const bool mixing = c.strategy.topology != "global" && one_of(c.strategy.topology, topology_names());
   p.need(!mixing || has(c.strategy.name, kAnyTopology),
          "strategy.topology = '" + c.strategy.topology +
              "' applies to sparta and localsgd only (noloco always uses gossip groups)");
