@@ -6,7 +6,7 @@ namespace {
 
 std::string_view view(const Bytes& b) { return as_text(b); }
 
-std::string le(uint64_t v, size_t bytes) {
+std::string le_bytes(uint64_t v, size_t bytes) {
   std::string out(bytes, '\0');
   for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
   return out;
@@ -25,8 +25,8 @@ Bytes session_key(const Bytes& key, const Bytes& ns, const Bytes& nc) {
 }
 
 std::string seal(const Bytes& session, char direction, uint64_t seq, std::string_view body) {
-  const std::string length = le(body.size(), kFrameLengthBytes);
-  const Bytes mac = hmac_sha256(session, {std::string_view(&direction, 1), le(seq, 8), length, body});
+  const std::string length = le_bytes(body.size(), kFrameLengthBytes);
+  const Bytes mac = hmac_sha256(session, {std::string_view(&direction, 1), le_bytes(seq, 8), length, body});
   std::string out = length;
   out.append(body);
   out.append(view(mac));
@@ -45,7 +45,7 @@ bool verify(const Bytes& session, char direction, uint64_t seq, std::string_view
   const std::string_view body = frame.substr(kFrameLengthBytes, frame.size() - kFrameOverhead);
   if (declared_length(length) != body.size()) return false;
   const std::string_view mac = frame.substr(frame.size() - kHmacBytes);
-  const Bytes want = hmac_sha256(session, {std::string_view(&direction, 1), le(seq, 8), length, body});
+  const Bytes want = hmac_sha256(session, {std::string_view(&direction, 1), le_bytes(seq, 8), length, body});
   return equal_in_constant_time(want, Bytes(mac.begin(), mac.end()));
 }
 
@@ -54,11 +54,11 @@ Writer& Writer::u8(uint8_t v) {
   return *this;
 }
 Writer& Writer::u64(uint64_t v) {
-  out_ += le(v, 8);
+  out_ += le_bytes(v, 8);
   return *this;
 }
 Writer& Writer::text(std::string_view s) {
-  out_ += le(s.size(), 4);
+  out_ += le_bytes(s.size(), 4);
   out_.append(s);
   return *this;
 }

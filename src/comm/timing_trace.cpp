@@ -10,11 +10,11 @@
 namespace atl {
 namespace {
 
-constexpr char kMagic[8] = {'A', 'T', 'L', 'T', 'I', 'M', 'E', '1'};
+constexpr char kTraceMagic[8] = {'A', 'T', 'L', 'T', 'I', 'M', 'E', '1'};
 // Limits a well-formed file never reaches; a corrupt length past them is refused.
 constexpr uint64_t kMaxList = uint64_t(1) << 24;
 constexpr uint64_t kMaxRepeats = uint64_t(1) << 40;  // also bounds the steps of the whole trace
-constexpr uint64_t kMaxRank = uint64_t(1) << 20;
+constexpr uint64_t kTraceMaxRank = uint64_t(1) << 20;
 constexpr uint64_t kMaxValue = uint64_t(1) << 48;  // element counts, wait distances
 
 void put_varint(std::string& out, uint64_t v) {
@@ -141,7 +141,7 @@ TraceRecord decode_record(Cursor& in) {
       r.call.bytes = in.f64("a call's bytes");
       if (!(r.call.bytes >= 0) || !std::isfinite(r.call.bytes))
         in.fail("a call's byte count is negative or not finite");
-      r.call.rank = int64_t(bounded(in, in.varint("a call's rank"), kMaxRank, "a call's rank"));
+      r.call.rank = int64_t(bounded(in, in.varint("a call's rank"), kTraceMaxRank, "a call's rank"));
       const uint64_t n = in.varint("a call's list length");
       // Each entry takes at least a byte: a longer list cannot be there, and
       // is refused before the reserve below allocates room for it.
@@ -229,7 +229,7 @@ int64_t TimingTrace::steps() const {
 size_t TimingTrace::stored_bytes() const { return encode(0).size(); }
 
 std::string TimingTrace::encode(int64_t rank) const {
-  std::string out(kMagic, 8);
+  std::string out(kTraceMagic, 8);
   put_u64(out, uint64_t(rank));
   // The open step counts as a repeat of an equal last block, so a trace
   // saved mid-run encodes as the uninterrupted run's does.
@@ -249,10 +249,10 @@ std::string TimingTrace::encode(int64_t rank) const {
 
 TimingTrace TimingTrace::decode(const std::string& bytes, const std::string& where, int64_t* rank) {
   Cursor in(bytes.data(), bytes.size(), where);
-  if (in.bytes(8, "the magic") != std::string(kMagic, 8))
+  if (in.bytes(8, "the magic") != std::string(kTraceMagic, 8))
     in.fail("not an atoll timing trace (the file does not start with ATLTIME1)");
   const uint64_t saved_rank = in.u64("the rank");
-  if (saved_rank > kMaxRank) in.fail("rank " + std::to_string(saved_rank) + " is implausible");
+  if (saved_rank > kTraceMaxRank) in.fail("rank " + std::to_string(saved_rank) + " is implausible");
   if (rank != nullptr) *rank = int64_t(saved_rank);
   const uint64_t count = in.u64("the block count");
   // A block takes at least 3 bytes (a repeat count, a length, a record).

@@ -11,6 +11,7 @@
 // is allocated, so a hostile file costs at most its own size.
 #include "atoll/data.h"
 #include "util/file_io.h"
+#include "util/format.h"
 
 #include <ATen/ops/empty.h>
 
@@ -25,15 +26,15 @@ namespace {
 #error "npy.cpp copies little-endian file data straight into tensors: it needs a little-endian machine"
 #endif
 
-constexpr char kMagic[] = "\x93NUMPY";
+constexpr char kNpyMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
 // Far beyond any data set a CPU simulation trains on, and small enough that
 // element count x item size cannot overflow 64 bits.
-constexpr uint64_t kMaxBytes = uint64_t{1} << 40;
+constexpr uint64_t kNpyMaxBytes = uint64_t{1} << 40;
 // numpy's own limit (NPY_MAXDIMS is 32 before numpy 2).
-constexpr size_t kMaxDims = 32;
+constexpr size_t kNpyMaxDims = 32;
 
-struct Dtype {
+struct NpyDtype {
   const char* descr;
   const char* name;
   uint64_t itemsize;
@@ -41,9 +42,9 @@ struct Dtype {
 };
 // uint16 has no torch dtype in LibTorch 1.13: it is widened to int32, which
 // holds every value.
-constexpr Dtype kDtypes[] = {{"<f4", "float32", 4, at::kFloat}, {"<i8", "int64", 8, at::kLong},
-                             {"<i4", "int32", 4, at::kInt},     {"<u2", "uint16", 2, at::kInt},
-                             {"|u1", "uint8", 1, at::kByte},    {"<u1", "uint8", 1, at::kByte}};
+constexpr NpyDtype kNpyDtypes[] = {{"<f4", "float32", 4, at::kFloat}, {"<i8", "int64", 8, at::kLong},
+                                   {"<i4", "int32", 4, at::kInt},     {"<u2", "uint16", 2, at::kInt},
+                                   {"|u1", "uint8", 1, at::kByte},    {"<u1", "uint8", 1, at::kByte}};
 constexpr const char* kAllowed = "allowed: '<f4' float32, '<i8' int64, '<i4' int32, '<u2' uint16, '|u1' uint8";
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) { throw NpyError(source + ": " + what); }
@@ -67,12 +68,6 @@ std::string printable(const std::string& s, size_t limit = 120) {
   }
   if (s.size() > limit) out += "...";
   return out;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "(";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + (shape.size() == 1 ? ",)" : ")");
 }
 
 // What a refused descr is, for the message ('<f2' -> float16).
@@ -214,9 +209,9 @@ class HeaderParser {
     bool too_large = false;
     while (peek() >= '0' && peek() <= '9') {
       v = v * 10 + static_cast<uint64_t>(text_[pos_++] - '0');
-      if (v > kMaxBytes) {
+      if (v > kNpyMaxBytes) {
         too_large = true;
-        v = kMaxBytes;  // keeps reading the digits without overflowing
+        v = kNpyMaxBytes;  // keeps reading the digits without overflowing
       }
     }
     if (peek() == '.' || peek() == 'e' || peek() == 'E') bad(which + " is not an integer");
@@ -230,8 +225,8 @@ class HeaderParser {
   size_t pos_ = 0;
 };
 
-const Dtype& find_dtype(const std::string& descr, const std::string& source) {
-  for (const Dtype& d : kDtypes)
+const NpyDtype& find_dtype(const std::string& descr, const std::string& source) {
+  for (const NpyDtype& d : kNpyDtypes)
     if (descr == d.descr) return d;
   if (descr == "O" || descr == "|O" || descr == "<O" || descr == ">O")
     fail(source,
@@ -256,7 +251,7 @@ uint64_t read_le(const unsigned char* p, int bytes) {
 
 NpyArray parse_npy(const std::string& bytes, const std::string& source) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  if (bytes.size() < kMagicSize || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
+  if (bytes.size() < kMagicSize || bytes.compare(0, kMagicSize, kNpyMagic, kMagicSize) != 0)
     fail(source, "not a .npy file (it does not start with the magic \"\\x93NUMPY\")");
   if (bytes.size() < kMagicSize + 2) fail(source, "truncated: the file ends inside the version bytes");
   const int major = p[6], minor = p[7];
@@ -276,7 +271,7 @@ NpyArray parse_npy(const std::string& bytes, const std::string& source) {
   const std::string text = bytes.substr(header_start, static_cast<size_t>(header_len));
   const Header h = HeaderParser(text, source).parse();
 
-  const Dtype& dtype = find_dtype(h.descr, source);
+  const NpyDtype& dtype = find_dtype(h.descr, source);
   if (h.fortran_order)
     fail(source,
          "fortran_order is True (column-major data); save it in C order with "
@@ -285,8 +280,8 @@ NpyArray parse_npy(const std::string& bytes, const std::string& source) {
     fail(source,
          "a 0-d array (shape ()) holds a single value; data need at least one dimension "
          "(the examples), e.g. np.save(path, arr.reshape(1))");
-  if (h.shape.size() > kMaxDims)
-    fail(source, "shape has " + std::to_string(h.shape.size()) + " dimensions; at most " + std::to_string(kMaxDims) +
+  if (h.shape.size() > kNpyMaxDims)
+    fail(source, "shape has " + std::to_string(h.shape.size()) + " dimensions; at most " + std::to_string(kNpyMaxDims) +
                      " are supported");
   // Each dimension is <= 2^40 (the parser checks); checking before each
   // multiplication keeps the product below 2^40 too. Zero dimensions are
@@ -299,20 +294,20 @@ NpyArray parse_npy(const std::string& bytes, const std::string& source) {
       zero = true;
       continue;
     }
-    if (nonzero_product > kMaxBytes / static_cast<uint64_t>(d))
-      fail(source, "shape " + shape_text(h.shape) + " is too large (over 2^40 elements)");
+    if (nonzero_product > kNpyMaxBytes / static_cast<uint64_t>(d))
+      fail(source, "shape " + shape_tuple(h.shape) + " is too large (over 2^40 elements)");
     nonzero_product *= static_cast<uint64_t>(d);
   }
   const uint64_t elements = zero ? 0 : nonzero_product;
-  if (elements > kMaxBytes / dtype.itemsize)
-    fail(source, "shape " + shape_text(h.shape) + " of " + dtype.name + " is too large: over 2^40 bytes");
+  if (elements > kNpyMaxBytes / dtype.itemsize)
+    fail(source, "shape " + shape_tuple(h.shape) + " of " + dtype.name + " is too large: over 2^40 bytes");
   const uint64_t expected = elements * dtype.itemsize;
   const uint64_t found = bytes.size() - data_start;
   if (found < expected)
-    fail(source, "truncated data: shape " + shape_text(h.shape) + " of " + dtype.name + " needs " +
+    fail(source, "truncated data: shape " + shape_tuple(h.shape) + " of " + dtype.name + " needs " +
                      std::to_string(expected) + " bytes but " + std::to_string(found) + " follow the header");
   if (found > expected)
-    fail(source, std::to_string(found - expected) + " trailing bytes after the data: shape " + shape_text(h.shape) +
+    fail(source, std::to_string(found - expected) + " trailing bytes after the data: shape " + shape_tuple(h.shape) +
                      " of " + dtype.name + " needs " + std::to_string(expected) + " bytes but " +
                      std::to_string(found) + " follow the header");
 
@@ -368,8 +363,8 @@ std::string encode_npy(const at::Tensor& t) {
                                   " cannot be written (float32, int64, int32 and uint8 can)");
   }
   const at::Tensor c = t.cpu().contiguous();
-  std::string header =
-      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape_text(c.sizes().vec()) + ", }";
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': " + shape_tuple(c.sizes().vec()) + ", }";
   // numpy pads with spaces so that magic + version + length + header + '\n'
   // is a multiple of 64: the data then start aligned for memory mapping.
   const size_t prefix = kMagicSize + 2 + 2;
@@ -378,7 +373,7 @@ std::string encode_npy(const at::Tensor& t) {
   header.push_back('\n');
   if (header.size() > std::numeric_limits<uint16_t>::max())
     throw std::invalid_argument("encode_npy: the header does not fit a version 1.0 file");
-  std::string out(kMagic, kMagicSize);
+  std::string out(kNpyMagic, kMagicSize);
   out.push_back('\x01');
   out.push_back('\x00');
   out.push_back(static_cast<char>(header.size() & 0xFF));

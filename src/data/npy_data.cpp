@@ -2,6 +2,7 @@
 // loaded and checked together, per-worker shards and the batch sampler.
 #include "atoll/data.h"
 #include "data/index_shard.h"
+#include "util/format.h"
 #include "util/rng.h"
 
 #include <ATen/ops/empty.h>
@@ -19,12 +20,6 @@ constexpr const char* kFiles[] = {"train_inputs.npy", "train_targets.npy", "val_
 constexpr const char* kFolderHolds =
     "an npy data folder holds train_inputs.npy, train_targets.npy, val_inputs.npy and val_targets.npy "
     "(dim 0 of each indexes the examples; docs/PYTORCH.md)";
-
-std::string shape_text(at::IntArrayRef shape) {
-  std::string out = "(";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + (shape.size() == 1 ? ",)" : ")");
-}
 
 bool is_integer(const at::Tensor& t) { return t.scalar_type() != at::kFloat; }
 
@@ -60,11 +55,11 @@ NpyData load_npy_data(const std::string& dir) {
                      " holds " + std::to_string(n_in) + " examples (dim 0 of inputs and targets must agree)");
     if (n_in == 0)
       throw NpyError(path(in) + ": the " + (split == 0 ? "training" : "validation") + " split is empty (shape " +
-                     shape_text(arrays[in].shape) + ")");
+                     shape_tuple(arrays[in].shape) + ")");
     for (int k : {in, tg}) {
       const auto& shape = arrays[k].shape;
       if (std::find(shape.begin() + 1, shape.end(), 0) != shape.end())
-        throw NpyError(path(k) + ": examples hold no values (shape " + shape_text(arrays[k].shape) + ")");
+        throw NpyError(path(k) + ": examples hold no values (shape " + shape_tuple(arrays[k].shape) + ")");
     }
   }
   // Validation examples must be what the model trains on: same per-example
@@ -75,8 +70,8 @@ NpyData load_npy_data(const std::string& dir) {
     const std::vector<int64_t> train_rest(train.shape.begin() + 1, train.shape.end());
     const std::vector<int64_t> val_rest(val.shape.begin() + 1, val.shape.end());
     if (train_rest != val_rest)
-      throw NpyError(path(k + 2) + ": examples of shape " + shape_text(val_rest) + " but " + kFiles[k] +
-                     " has examples of shape " + shape_text(train_rest) +
+      throw NpyError(path(k + 2) + ": examples of shape " + shape_tuple(val_rest) + " but " + kFiles[k] +
+                     " has examples of shape " + shape_tuple(train_rest) +
                      "; train and val must have the same per-example shape");
     if (train.dtype != val.dtype)
       throw NpyError(path(k + 2) + ": dtype " + val.dtype + " but " + kFiles[k] + " is " + train.dtype +

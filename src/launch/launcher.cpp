@@ -40,6 +40,7 @@
 #include "atoll/launch.h"
 #include "comm/job_token.h"
 #include "launch/process.h"
+#include "util/format.h"
 
 extern char** environ;
 
@@ -62,8 +63,6 @@ std::string signal_text(int signo) {
   const char* name = strsignal(signo);
   return "signal " + std::to_string(signo) + " (" + (name ? name : "unknown") + ")";
 }
-
-std::system_error sys_error(const std::string& what) { return std::system_error(errno, std::system_category(), what); }
 
 // ---------------------------------------------------------------- options
 
@@ -125,12 +124,6 @@ struct Rank {
   Stream out, err;
   std::deque<std::string> err_tail;  // last non-empty stderr lines
 };
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
 
 // The stderr line that best explains a failure: the last one that starts with
 // "error" (any case), else the last non-empty one.

@@ -15,9 +15,10 @@
 extern char** environ;
 
 namespace atl {
-namespace {
 
 std::system_error sys_error(const std::string& what) { return std::system_error(errno, std::system_category(), what); }
+
+namespace {
 
 // Moves a fresh fd to >= 3 (keeping close-on-exec): if the caller had closed
 // stdin/stdout/stderr, a pipe could land on 0..2 and the child's dup2() onto

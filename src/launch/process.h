@@ -26,11 +26,15 @@
 #include <sys/types.h>
 
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "util/signal_latch.h"
 
 namespace atl {
+
+// A std::system_error for the failed call `what`, carrying errno.
+std::system_error sys_error(const std::string& what);
 
 // While alive, SIGINT/SIGTERM/SIGCHLD write their number to a non-blocking
 // self-pipe that the supervising loop poll()s with its other fds. SIGCHLD

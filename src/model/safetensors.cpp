@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/file_io.h"
+#include "util/format.h"
 
 // Tensor bytes are copied as they lie in memory; the format is little-endian.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors.cpp assumes a little-endian machine");
@@ -22,14 +23,14 @@ namespace {
 
 using nlohmann::json;
 
-struct Dtype {
+struct TensorDtype {
   const char* name;
   at::ScalarType type;
   uint64_t itemsize;
 };
 
 // Every dtype both the format and LibTorch 1.13 have.
-const Dtype kDtypes[] = {
+const TensorDtype kTensorDtypes[] = {
     {"BOOL", at::kBool, 1}, {"U8", at::kByte, 1},    {"I8", at::kChar, 1},  {"I16", at::kShort, 2},
     {"I32", at::kInt, 4},   {"I64", at::kLong, 8},   {"F16", at::kHalf, 2}, {"BF16", at::kBFloat16, 2},
     {"F32", at::kFloat, 4}, {"F64", at::kDouble, 8},
@@ -46,17 +47,17 @@ const char* const kUnsupported[] = {"U16",     "U32",     "U64",     "F8_E4M3", 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 // Any real tensor has a handful of dimensions; a cap keeps a hostile header
 // from making LibTorch allocate sizes and strides for millions of them.
-constexpr size_t kMaxRank = 64;
-constexpr uint64_t kMaxBytes = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+constexpr size_t kTensorMaxRank = 64;
+constexpr uint64_t kTensorMaxBytes = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
-const Dtype* dtype_named(const std::string& name) {
-  for (const Dtype& d : kDtypes)
+const TensorDtype* dtype_named(const std::string& name) {
+  for (const TensorDtype& d : kTensorDtypes)
     if (name == d.name) return &d;
   return nullptr;
 }
 
-const Dtype* dtype_of(at::ScalarType type) {
-  for (const Dtype& d : kDtypes)
+const TensorDtype* dtype_of(at::ScalarType type) {
+  for (const TensorDtype& d : kTensorDtypes)
     if (type == d.type) return &d;
   return nullptr;
 }
@@ -72,12 +73,6 @@ std::string json_string(const std::string& s, const std::string& what) {
   } catch (const json::exception&) {
     throw SafetensorsError(what + " is not valid UTF-8");
   }
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 std::string kind_of(const json& v) {
@@ -111,7 +106,7 @@ struct Failer {
 uint64_t non_negative(const json& v, const Failer& fail, const std::string& what) {
   if (v.is_number_unsigned()) {
     const uint64_t x = v.get<uint64_t>();
-    if (x > kMaxBytes) fail(what + " is " + std::to_string(x) + ", more than 2^63 - 1");
+    if (x > kTensorMaxBytes) fail(what + " is " + std::to_string(x) + ", more than 2^63 - 1");
     return x;
   }
   if (v.is_number_integer()) {
@@ -171,7 +166,7 @@ json parse_header(const char* begin, const char* end, const Failer& fail) {
 
 struct Entry {
   std::string name;
-  const Dtype* dtype = nullptr;
+  const TensorDtype* dtype = nullptr;
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;
 };
@@ -203,9 +198,9 @@ Entry parse_entry(const std::string& name, const json& v, uint64_t buffer_size, 
 
   const json& shape = v["shape"];
   if (!shape.is_array()) fail(who + ": shape is " + kind_of(shape) + ", not an array");
-  if (shape.size() > kMaxRank)
+  if (shape.size() > kTensorMaxRank)
     fail(who + ": shape has " + std::to_string(shape.size()) + " dimensions; atoll reads at most " +
-         std::to_string(kMaxRank));
+         std::to_string(kTensorMaxRank));
   // The product of the non-zero sizes must fit too: LibTorch's strides are
   // products of the sizes (zeros counted as ones), even for an empty tensor.
   uint64_t elements = 1, nonzero = 1;
@@ -220,8 +215,8 @@ Entry parse_entry(const std::string& name, const json& v, uint64_t buffer_size, 
   }
   uint64_t nonzero_bytes = 0;
   overflow |= __builtin_mul_overflow(nonzero, e.dtype->itemsize, &nonzero_bytes);
-  if (overflow || nonzero_bytes > kMaxBytes)
-    fail(who + ": shape " + shape_text(e.shape) + " of " + e.dtype->name + " is too large (more than 2^63 bytes)");
+  if (overflow || nonzero_bytes > kTensorMaxBytes)
+    fail(who + ": shape " + shape_list(e.shape) + " of " + e.dtype->name + " is too large (more than 2^63 bytes)");
   if (elements != 0) elements = nonzero;
   const uint64_t nbytes = elements * e.dtype->itemsize;  // <= nonzero_bytes: no overflow
 
@@ -237,7 +232,7 @@ Entry parse_entry(const std::string& name, const json& v, uint64_t buffer_size, 
   if (e.end > buffer_size)
     fail(who + ": " + range + " go past the end of the data buffer (" + std::to_string(buffer_size) + " bytes)");
   if (e.end - e.begin != nbytes)
-    fail(who + ": " + range + " hold " + std::to_string(e.end - e.begin) + " bytes, but shape " + shape_text(e.shape) +
+    fail(who + ": " + range + " hold " + std::to_string(e.end - e.begin) + " bytes, but shape " + shape_list(e.shape) +
          " of " + e.dtype->name + " needs " + std::to_string(nbytes));
   return e;
 }
@@ -352,7 +347,7 @@ std::string encode_safetensors(const std::vector<NamedTensor>& tensors,
     if (!nt.tensor.defined()) throw SafetensorsError(who + ": the tensor is undefined");
     if (nt.tensor.layout() != at::kStrided)
       throw SafetensorsError(who + ": only dense tensors can be saved (this one is sparse or another layout)");
-    const Dtype* dtype = dtype_of(nt.tensor.scalar_type());
+    const TensorDtype* dtype = dtype_of(nt.tensor.scalar_type());
     if (!dtype)
       throw SafetensorsError(who + ": dtype " + std::string(c10::toString(nt.tensor.scalar_type())) +
                              " cannot be saved (supported: " + kSupportedList + ")");

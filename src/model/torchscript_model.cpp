@@ -30,7 +30,7 @@ std::string first_line(const std::string& text) {
   return line.size() > 300 ? line.substr(0, 300) + "..." : line;
 }
 
-std::string shape_text(const at::Tensor& t) {
+std::string tensor_text(const at::Tensor& t) {
   std::ostringstream o;
   o << t.sizes() << " " << t.scalar_type();
   return o.str();
@@ -96,7 +96,7 @@ class TorchScriptModel final : public Model {
     if (scoring_ != "module") return scored(out, y, /*per_example=*/false);
     if (out.numel() != 1 || !out.is_floating_point())
       throw TorchScriptError(where() + "forward(inputs, targets) must return the batch's mean loss, a 0-dim float " +
-                             "tensor; it returned " + shape_text(out));
+                             "tensor; it returned " + tensor_text(out));
     return out.reshape({});
   }
 
@@ -107,7 +107,7 @@ class TorchScriptModel final : public Model {
       at::Tensor out = call("example_losses", x, y);
       if (out.numel() != B || !out.is_floating_point())
         throw TorchScriptError(where() + "example_losses(inputs, targets) must return one float loss per example (" +
-                               std::to_string(B) + "); it returned " + shape_text(out));
+                               std::to_string(B) + "); it returned " + tensor_text(out));
       return out.reshape({B});
     }
     // No per-example method: the module's own loss of each example alone.
@@ -128,7 +128,7 @@ class TorchScriptModel final : public Model {
     const at::Tensor out = call("forward", x, at::Tensor());
     if (out.dim() != 3 || out.size(0) != x.size(0) || out.size(1) != x.size(1) || !out.is_floating_point())
       throw TorchScriptError(where() + "the module is not a language model: forward(inputs) of token ids " +
-                             shape_text(x) + " returned " + shape_text(out) + "; atoll sample needs logits (B, T, " +
+                             tensor_text(x) + " returned " + tensor_text(out) + "; atoll sample needs logits (B, T, " +
                              "vocabulary), one row of scores over the vocabulary per position");
     return out;
   }
@@ -187,7 +187,7 @@ class TorchScriptModel final : public Model {
       seen.emplace(key, p.name);
       canonical.emplace(p.name, t);
       if (t.scalar_type() != at::kFloat || !t.device().is_cpu())
-        throw TorchScriptError(where() + "parameter '" + p.name + "' is " + shape_text(t) +
+        throw TorchScriptError(where() + "parameter '" + p.name + "' is " + tensor_text(t) +
                                "; atoll trains float32 CPU parameters: call module.float().cpu() before scripting");
       if (!t.requires_grad()) t.requires_grad_(true);  // every parameter is trained
       const auto dot = p.name.rfind('.');
@@ -251,8 +251,8 @@ class TorchScriptModel final : public Model {
       GraphsAsWritten as_written;
       out = module_.get_method(method)(std::move(in));
     } catch (const c10::Error& e) {
-      const std::string targets = y.defined() ? " and targets " + shape_text(y) : "";
-      throw TorchScriptError(where() + method + " failed on inputs " + shape_text(x) + targets + ": " +
+      const std::string targets = y.defined() ? " and targets " + tensor_text(y) : "";
+      throw TorchScriptError(where() + method + " failed on inputs " + tensor_text(x) + targets + ": " +
                              first_line(e.what_without_backtrace()));
     }
     if (!out.isTensor()) throw TorchScriptError(where() + method + " returned a " + out.tagKind() + ", not a tensor");
@@ -269,15 +269,15 @@ class TorchScriptModel final : public Model {
           out.numel() != y.numel() * classes)
         throw TorchScriptError(where() + "model.loss = cross_entropy needs forward(inputs) to return logits of " +
                                "shape (B, ..., classes) for int64 targets of shape (B, ...); got outputs " +
-                               shape_text(out) + " and targets " + shape_text(y));
+                               tensor_text(out) + " and targets " + tensor_text(y));
       const at::Tensor logits = out.reshape({-1, classes}), targets = y.reshape({-1});
       if (!per_example) return at::cross_entropy_loss(logits, targets);
       return at::cross_entropy_loss(logits, targets, /*weight=*/{}, at::Reduction::None).view({B, -1}).mean(1);
     }
     if (!at::isFloatingType(y.scalar_type()) || out.numel() != y.numel() || out.size(0) != B)
       throw TorchScriptError(where() + "model.loss = mse needs forward(inputs) to return one value per target " +
-                             "element, and float targets; got outputs " + shape_text(out) + " and targets " +
-                             shape_text(y));
+                             "element, and float targets; got outputs " + tensor_text(out) + " and targets " +
+                             tensor_text(y));
     const at::Tensor target = y.to(out.scalar_type()).reshape(out.sizes());
     if (!per_example) return at::mse_loss(out, target);
     return at::mse_loss(out, target, at::Reduction::None).reshape({B, -1}).mean(1);
@@ -322,8 +322,8 @@ void save_torchscript_with_weights(const std::string& module_path,
     if (it == given.end())
       throw TorchScriptError("the weights have no tensor '" + p.name + "', a parameter of '" + module_path + "'");
     if (!it->second.sizes().equals(p.value.sizes()))
-      throw TorchScriptError("weight '" + p.name + "' is " + shape_text(it->second) + " but '" + module_path +
-                             "' has " + shape_text(p.value));
+      throw TorchScriptError("weight '" + p.name + "' is " + tensor_text(it->second) + " but '" + module_path +
+                             "' has " + tensor_text(p.value));
     p.value.copy_(it->second);
   }
   const std::string tmp = out_path + ".tmp";

@@ -26,7 +26,7 @@ namespace {
   throw std::runtime_error(source + ": not an intact zip archive (" + what + ")");
 }
 
-uint64_t le(const std::string& b, uint64_t at, int bytes, const std::string& source) {
+uint64_t zip_le(const std::string& b, uint64_t at, int bytes, const std::string& source) {
   if (at > b.size() || uint64_t(bytes) > b.size() - at) fail(source, "a record runs past the end of the file");
   uint64_t v = 0;
   for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[size_t(at) + size_t(i)]);
@@ -46,16 +46,16 @@ Directory find_directory(const std::string& b, const std::string& source) {
   // The end record is 22 bytes plus a comment of up to 65535.
   const size_t lowest = b.size() > 22 + 65535 ? b.size() - 22 - 65535 : 0;
   for (size_t at = b.size() - 22 + 1; at-- > lowest;) {
-    if (le(b, at, 4, source) != 0x06054b50) continue;
-    uint64_t here = le(b, at + 8, 2, source), total = le(b, at + 10, 2, source);
-    Directory d{total, le(b, at + 16, 4, source), le(b, at + 12, 4, source)};
+    if (zip_le(b, at, 4, source) != 0x06054b50) continue;
+    uint64_t here = zip_le(b, at + 8, 2, source), total = zip_le(b, at + 10, 2, source);
+    Directory d{total, zip_le(b, at + 16, 4, source), zip_le(b, at + 12, 4, source)};
     if (here == 0xffff || total == 0xffff || d.offset == 0xffffffff || d.size == 0xffffffff) {  // zip64
-      if (at < 20 || le(b, at - 20, 4, source) != 0x07064b50) fail(source, "zip64 locator missing");
-      const uint64_t record = le(b, at - 20 + 8, 8, source);
-      if (le(b, record, 4, source) != 0x06064b50) fail(source, "zip64 end record missing");
-      here = le(b, record + 24, 8, source);
-      total = le(b, record + 32, 8, source);
-      d = {total, le(b, record + 48, 8, source), le(b, record + 40, 8, source)};
+      if (at < 20 || zip_le(b, at - 20, 4, source) != 0x07064b50) fail(source, "zip64 locator missing");
+      const uint64_t record = zip_le(b, at - 20 + 8, 8, source);
+      if (zip_le(b, record, 4, source) != 0x06064b50) fail(source, "zip64 end record missing");
+      here = zip_le(b, record + 24, 8, source);
+      total = zip_le(b, record + 32, 8, source);
+      d = {total, zip_le(b, record + 48, 8, source), zip_le(b, record + 40, 8, source)};
     }
     if (here != total) fail(source, "the end record's entry counts disagree");
     if (d.offset > b.size() || d.size > b.size() - d.offset) fail(source, "the central directory runs past the end");
@@ -125,30 +125,30 @@ int64_t check_zip_archive(const std::string& b, const std::string& source) {
   // Every entry the directory holds, by its size, and as many as it counts.
   while (at < dir.offset + dir.size) {
     const std::string k = std::to_string(entries.size());
-    if (le(b, at, 4, source) != 0x02014b50) fail(source, "central directory entry " + k + " is damaged");
+    if (zip_le(b, at, 4, source) != 0x02014b50) fail(source, "central directory entry " + k + " is damaged");
     Entry e;
-    e.method = int(le(b, at + 10, 2, source));
-    e.crc = uint32_t(le(b, at + 16, 4, source));
-    e.compressed = le(b, at + 20, 4, source);
-    e.size = le(b, at + 24, 4, source);
-    const uint64_t name_len = le(b, at + 28, 2, source), extra_len = le(b, at + 30, 2, source),
-                   comment_len = le(b, at + 32, 2, source);
-    e.local = le(b, at + 42, 4, source);
+    e.method = int(zip_le(b, at + 10, 2, source));
+    e.crc = uint32_t(zip_le(b, at + 16, 4, source));
+    e.compressed = zip_le(b, at + 20, 4, source);
+    e.size = zip_le(b, at + 24, 4, source);
+    const uint64_t name_len = zip_le(b, at + 28, 2, source), extra_len = zip_le(b, at + 30, 2, source),
+                   comment_len = zip_le(b, at + 32, 2, source);
+    e.local = zip_le(b, at + 42, 4, source);
     if (at + 46 + name_len > b.size()) fail(source, "a name runs past the end");
     e.name = b.substr(size_t(at + 46), size_t(name_len));
     // zip64: the 0xffffffff fields follow in the extra field 0x0001, in order.
     for (uint64_t x = at + 46 + name_len, end = x + extra_len; x + 4 <= end;) {
-      const uint64_t id = le(b, x, 2, source), len = le(b, x + 2, 2, source);
+      const uint64_t id = zip_le(b, x, 2, source), len = zip_le(b, x + 2, 2, source);
       if (id == 1) {
         uint64_t f = x + 4;
-        if (e.size == 0xffffffff) e.size = le(b, f, 8, source), f += 8;
-        if (e.compressed == 0xffffffff) e.compressed = le(b, f, 8, source), f += 8;
-        if (e.local == 0xffffffff) e.local = le(b, f, 8, source);
+        if (e.size == 0xffffffff) e.size = zip_le(b, f, 8, source), f += 8;
+        if (e.compressed == 0xffffffff) e.compressed = zip_le(b, f, 8, source), f += 8;
+        if (e.local == 0xffffffff) e.local = zip_le(b, f, 8, source);
       }
       x += 4 + len;
     }
-    if (le(b, e.local, 4, source) != 0x04034b50) fail(source, "the local header of '" + e.name + "' is damaged");
-    e.data = e.local + 30 + le(b, e.local + 26, 2, source) + le(b, e.local + 28, 2, source);
+    if (zip_le(b, e.local, 4, source) != 0x04034b50) fail(source, "the local header of '" + e.name + "' is damaged");
+    e.data = e.local + 30 + zip_le(b, e.local + 26, 2, source) + zip_le(b, e.local + 28, 2, source);
     if (e.data > b.size() || e.compressed > b.size() - e.data) fail(source, "entry '" + e.name + "' runs past the end");
     entries.push_back(std::move(e));
     at += 46 + name_len + extra_len + comment_len;

@@ -16,17 +16,10 @@
 
 #include "atoll/net.h"
 #include "net/collective_algorithms.h"
+#include "util/format.h"
 
 namespace atl {
 namespace {
-
-std::string trim(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const auto begin = s.find_first_not_of(ws);
-  if (begin == std::string::npos) return "";
-  const auto end = s.find_last_not_of(ws);
-  return s.substr(begin, end - begin + 1);
-}
 
 // Splits on ',' keeping empty entries ("1,,2" -> {"1", "", "2"}); entries trimmed.
 std::vector<std::string> split_commas(const std::string& text) {

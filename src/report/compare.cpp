@@ -42,7 +42,7 @@ MeanInterval scaled(MeanInterval m, double factor) {
 
 // Agreement figures are undefined (NaN) for one worker, older runs, or
 // before the workers moved.
-std::string figure_or_dash(double v, const char* format) {
+std::string number_or_dash(double v, const char* format) {
   return std::isfinite(v) ? format_number(format, v) : std::string("-");
 }
 
@@ -120,7 +120,7 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
       << bytes_ratio(f.bytes_per_worker.mean, fb.bytes_per_worker.mean) << " | "
       << format_mean_interval(f.sim_seconds, 1) << " | " << format_number("%.1f%%", 100.0 * f.utilisation.mean) << " | "
       << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("-")) << " | "
-      << figure_or_dash(f.update_correlation.mean, "%.4f") << " | " << figure_or_dash(f.disagreement.mean, "%.4g")
+      << number_or_dash(f.update_correlation.mean, "%.4f") << " | " << number_or_dash(f.disagreement.mean, "%.4g")
       << " |\n";
   }
   std::vector<std::pair<std::string, const RunData*>> all;

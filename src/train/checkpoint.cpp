@@ -8,6 +8,7 @@
 
 #include "atoll/config.h"
 #include "util/file_io.h"
+#include "util/format.h"
 
 namespace atl {
 
@@ -65,12 +66,6 @@ at::ScalarType scalar_of(ElementType e) {
       return at::kBool;
   }
   throw CheckpointError("checkpoint tensor of unknown element type");
-}
-
-std::string shape_text(at::IntArrayRef shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 }  // namespace
@@ -141,8 +136,8 @@ void StateReader::tensor(const std::string& name, at::Tensor& t) {
   }
   if (t.scalar_type() != type || t.sizes() != loaded.sizes())
     throw CheckpointError(source_ + ": '" + full_name(name) + "' is " + at::toString(type) + " " +
-                          shape_text(loaded.sizes()) + " but this run has " + at::toString(t.scalar_type()) + " " +
-                          shape_text(t.sizes()) + ": the checkpoint is from a different model or settings");
+                          shape_list(loaded.sizes().vec()) + " but this run has " + at::toString(t.scalar_type()) +
+                          " " + shape_list(t.sizes().vec()) + ": the checkpoint is from a different model or settings");
   at::NoGradGuard no_grad;
   t.copy_(loaded);
 }

@@ -6,13 +6,13 @@
 namespace atl {
 namespace {
 
-constexpr char kMagic[8] = {'A', 'T', 'O', 'L', 'L', 'C', 'K', 'P'};
+constexpr char kCheckpointMagic[8] = {'A', 'T', 'O', 'L', 'L', 'C', 'K', 'P'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kMaxNameLength = 4096;
-constexpr uint8_t kMaxDims = 8;
+constexpr uint8_t kCheckpointMaxDims = 8;
 
 template <typename T>
-void put(std::string& out, T v) {
+void put_raw(std::string& out, T v) {
   char buf[sizeof(T)];
   std::memcpy(buf, &v, sizeof(T));
   out.append(buf, sizeof(T));
@@ -84,44 +84,45 @@ uint64_t record_bytes(const std::string& name, const CheckpointRecord& r) {
 
 std::string serialize_checkpoint(const CheckpointRecords& records) {
   std::string body;
-  put<uint32_t>(body, static_cast<uint32_t>(records.size()));
+  put_raw<uint32_t>(body, static_cast<uint32_t>(records.size()));
   for (const auto& [name, r] : records) {
-    put<uint8_t>(body, static_cast<uint8_t>(r.kind));
-    put<uint16_t>(body, static_cast<uint16_t>(name.size()));
+    put_raw<uint8_t>(body, static_cast<uint8_t>(r.kind));
+    put_raw<uint16_t>(body, static_cast<uint16_t>(name.size()));
     body += name;
     switch (r.kind) {
       case RecordKind::Integer:
-        put<int64_t>(body, r.integer);
+        put_raw<int64_t>(body, r.integer);
         break;
       case RecordKind::Real:
-        put<double>(body, r.real);
+        put_raw<double>(body, r.real);
         break;
       case RecordKind::Text:
-        put<uint64_t>(body, r.text.size());
+        put_raw<uint64_t>(body, r.text.size());
         body += r.text;
         break;
       case RecordKind::Tensor:
-        put<uint8_t>(body, static_cast<uint8_t>(r.element));
-        put<uint8_t>(body, static_cast<uint8_t>(r.shape.size()));
-        for (int64_t d : r.shape) put<int64_t>(body, d);
-        put<uint64_t>(body, r.text.size());
+        put_raw<uint8_t>(body, static_cast<uint8_t>(r.element));
+        put_raw<uint8_t>(body, static_cast<uint8_t>(r.shape.size()));
+        for (int64_t d : r.shape) put_raw<int64_t>(body, d);
+        put_raw<uint64_t>(body, r.text.size());
         body += r.text;
         break;
     }
   }
-  std::string out(kMagic, sizeof kMagic);
-  put<uint32_t>(out, kVersion);
-  put<uint64_t>(out, body.size());
+  std::string out(kCheckpointMagic, sizeof kCheckpointMagic);
+  put_raw<uint32_t>(out, kVersion);
+  put_raw<uint64_t>(out, body.size());
   out += body;
-  put<uint64_t>(out, fnv1a64(body.data(), body.size()));
+  put_raw<uint64_t>(out, fnv1a64(body.data(), body.size()));
   return out;
 }
 
 CheckpointRecords parse_checkpoint(const std::string& bytes) {
   Reader file(bytes.data(), bytes.size());
-  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+  if (bytes.size() < sizeof kCheckpointMagic ||
+      std::memcmp(bytes.data(), kCheckpointMagic, sizeof kCheckpointMagic) != 0)
     throw CheckpointError("not an atoll checkpoint (the file does not start with ATOLLCKP)");
-  file.bytes(sizeof kMagic, "the magic");
+  file.bytes(sizeof kCheckpointMagic, "the magic");
   const auto version = file.get<uint32_t>("the version");
   if (version != kVersion)
     throw CheckpointError("checkpoint format version " + std::to_string(version) + "; this atoll reads version " +
@@ -164,7 +165,7 @@ CheckpointRecords parse_checkpoint(const std::string& bytes) {
           throw CheckpointError("checkpoint tensor '" + name + "' has unknown element type " + std::to_string(code));
         r.element = static_cast<ElementType>(code);
         const auto ndim = in.get<uint8_t>("a tensor rank");
-        if (ndim > kMaxDims)
+        if (ndim > kCheckpointMaxDims)
           throw CheckpointError("checkpoint tensor '" + name + "' has " + std::to_string(ndim) + " dimensions");
         uint64_t elements = 1;
         for (uint8_t d = 0; d < ndim; ++d) {

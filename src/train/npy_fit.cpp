@@ -1,17 +1,12 @@
 // The built-in models' input contracts, applied to npy data at load time.
 #include "train/npy_fit.h"
+#include "util/format.h"
 
 #include <filesystem>
 #include <vector>
 
 namespace atl {
 namespace {
-
-std::string shape_text(at::IntArrayRef shape) {
-  std::string out = "(";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + (shape.size() == 1 ? ",)" : ")");
-}
 
 constexpr int64_t kImageClasses = 10;  // the mlp and cnn output layers
 
@@ -31,7 +26,7 @@ void check_npy_fits_model(const NpyData& data, const Config& cfg, const std::str
       throw NpyError(dir + ": model.kind = gpt on npy data needs data.vocab_size (the number of token ids)");
     const at::Tensor& x = data.train_inputs;
     if (x.dim() != 2)
-      throw NpyError(file("train_inputs.npy") + ": shape " + shape_text(x.sizes()) + ", but " + who +
+      throw NpyError(file("train_inputs.npy") + ": shape " + shape_tuple(x.sizes().vec()) + ", but " + who +
                      " needs token sequences of shape (N, T)");
     // Equal, not just <=: the run counts model.block_size tokens per example
     // (FLOPs, tokens per step), so shorter sequences would be miscounted.
@@ -40,8 +35,8 @@ void check_npy_fits_model(const NpyData& data, const Config& cfg, const std::str
                      " tokens, but model.block_size = " + std::to_string(cfg.model.block_size) +
                      "; set model.block_size = " + std::to_string(x.size(1)));
     if (data.train_targets.sizes() != x.sizes())
-      throw NpyError(file("train_targets.npy") + ": shape " + shape_text(data.train_targets.sizes()) + ", but " + who +
-                     " needs targets shaped like the inputs " + shape_text(x.sizes()) +
+      throw NpyError(file("train_targets.npy") + ": shape " + shape_tuple(data.train_targets.sizes().vec()) + ", but " +
+                     who + " needs targets shaped like the inputs " + shape_tuple(x.sizes().vec()) +
                      " (usually the inputs shifted by one)");
     check_npy_token_ids(data, cfg.data.vocab_size, dir);
     return;
@@ -54,11 +49,11 @@ void check_npy_fits_model(const NpyData& data, const Config& cfg, const std::str
   const std::vector<int64_t> image(x.sizes().begin() + 1, x.sizes().end());
   const bool fits = kind == "cnn" ? image == std::vector<int64_t>{1, 28, 28} : x.numel() / x.size(0) == 784;
   if (!fits)
-    throw NpyError(file("train_inputs.npy") + ": examples of shape " + shape_text(image) + ", but " + who +
+    throw NpyError(file("train_inputs.npy") + ": examples of shape " + shape_tuple(image) + ", but " + who +
                    " needs 28 x 28 images: (N, 1, 28, 28)" + (kind == "mlp" ? " or (N, 784)" : ""));
   if (data.targets_dtype == "float32" || data.train_targets.dim() != 1)
     throw NpyError(file("train_targets.npy") + ": " + data.targets_dtype + " of shape " +
-                   shape_text(data.train_targets.sizes()) + ", but " + who +
+                   shape_tuple(data.train_targets.sizes().vec()) + ", but " + who +
                    " needs one integer class label per example: shape (N)");
   for (const char* name : {"train_targets.npy", "val_targets.npy"}) {
     const at::Tensor& y = std::string(name) == "train_targets.npy" ? data.train_targets : data.val_targets;

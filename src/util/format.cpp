@@ -34,4 +34,24 @@ std::string markdown_delimiter(const std::string& header) {
   return out;
 }
 
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+namespace {
+std::string joined_dims(const std::vector<int64_t>& shape) {
+  std::string out;
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out;
+}
+}  // namespace
+
+std::string shape_tuple(const std::vector<int64_t>& shape) {
+  return "(" + joined_dims(shape) + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::string shape_list(const std::vector<int64_t>& shape) { return "[" + joined_dims(shape) + "]"; }
+
 }  // namespace atl

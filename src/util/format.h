@@ -3,7 +3,9 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace atl {
 
@@ -18,5 +20,13 @@ std::string format_double_exact(double v);
 // `header` ("| a | b |"): one cell per header cell, or the table does not
 // render.
 std::string markdown_delimiter(const std::string& header);
+
+// `s` without leading and trailing spaces, tabs, CRs and newlines.
+std::string trim(const std::string& s);
+
+// A shape as NumPy prints it: "(3,)", "(2, 4)", "()".
+std::string shape_tuple(const std::vector<int64_t>& shape);
+// A shape as a list: "[3]", "[2, 4]", "[]".
+std::string shape_list(const std::vector<int64_t>& shape);
 
 }  // namespace atl
