@@ -73,7 +73,9 @@ TEST(DiLoCoOuterSteps, ChargedExtraSyncsPutKMinusOneZeroAllReducesPerSyncInTheLe
   for (const auto& e : l.entries()) {
     real += e.tag == "pseudo-grad";
     extra += e.tag == "pseudo-grad-extra";
-    if (e.tag == "pseudo-grad-extra") EXPECT_EQ(e.payload_bytes, 18 * 8.0);  // the full payload, as sent
+    if (e.tag == "pseudo-grad-extra") {
+      EXPECT_EQ(e.payload_bytes, 18 * 8.0);  // the full payload, as sent
+    }
   }
   EXPECT_EQ(real, 3);
   EXPECT_EQ(extra, 3 * 3);
