@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "test_util.h"
 #include "tiny_data.h"
 #include "train/correlation.h"
+#include "train/schedule.h"
 
 namespace atl {
 namespace {
@@ -130,6 +132,66 @@ TEST(WorkerAgreement, RunsLogItInEventsCsvAndSummary) {
   while (std::getline(csv, row))
     if (row.rfind("train,10,", 0) == 0) filled = row.back() != ',';
   EXPECT_TRUE(filled) << "no disagreement in the step-10 train row";
+}
+
+// A method that syncs after steps t >= warmup with (t + 1) mod h = 0, as DiLoCo.
+struct Rounds : Strategy {
+  int64_t h, warmup;
+  Rounds(int64_t h_, int64_t warmup_) : h(h_), warmup(warmup_) {}
+  void step(int64_t, double) override {}
+  void visit_state(StateVisitor&) override {}
+  int64_t next_sync_step(int64_t t) const override {
+    const int64_t u = std::max(t, warmup);
+    return (u + h) / h * h - 1;
+  }
+  int64_t local_start_step() const override { return warmup; }
+};
+struct NoSyncs : Strategy {
+  void step(int64_t, double) override {}
+  void visit_state(StateVisitor&) override {}
+};
+
+std::vector<int64_t> correlation_steps(const Config& cfg, const Strategy& m) {
+  Schedule s(cfg);
+  std::vector<int64_t> out;
+  for (int64_t step = 0; step <= cfg.train.steps; ++step)
+    if (s.is_correlation_step(step, m)) out.push_back(step);
+  return out;
+}
+
+TEST(WorkerAgreement, MethodsWithOuterSyncsAreMeasuredJustBeforeASyncAfterTheirWarmup) {
+  Config cfg = tiny_config("diloco", 2);
+  cfg.train.steps = 40;
+  cfg.strategy.correlation_every = 10;
+  // H = 5: steps 4, 9, 14, ... end with a sync; the last of them at or
+  // before each multiple of 10, and the last of the run (39).
+  EXPECT_EQ(correlation_steps(cfg, Rounds(5, 0)), (std::vector<int64_t>{9, 19, 29, 39}));
+  // H = 25 > correlation_every: before every sync.
+  EXPECT_EQ(correlation_steps(cfg, Rounds(25, 0)), (std::vector<int64_t>{24}));
+  // A DDP warm-up of 9 steps: step 9 ends with a sync, but the workers have
+  // not trained apart yet; the warm-up's end is where the reference model is taken.
+  EXPECT_EQ(correlation_steps(cfg, Rounds(5, 9)), (std::vector<int64_t>{19, 29, 39}));
+  Schedule s(cfg);
+  for (int64_t step = 0; step <= 40; ++step)
+    EXPECT_EQ(s.is_agreement_origin_step(step, Rounds(5, 9)), step == 9) << step;
+  EXPECT_FALSE(s.is_agreement_origin_step(0, Rounds(5, 0)));
+  // Methods without outer syncs: every correlation_every steps and the end.
+  cfg.train.steps = 35;
+  EXPECT_EQ(correlation_steps(cfg, NoSyncs()), (std::vector<int64_t>{10, 20, 30, 35}));
+}
+
+TEST(WorkerAgreement, ADiLoCoRunReportsTheDisagreementItHadBeforeItsLastSync) {
+  // N = 2, H = 5, 20 steps: right after the syncs (steps 10 and 20) the
+  // workers are identical, so a measurement there reads 1 and 0.
+  Config cfg = tiny_config("diloco", 2);
+  cfg.strategy.correlation_every = 10;
+  const RunSummary s = simulate(cfg);
+  EXPECT_GT(s.final_disagreement, 1e-6);
+  EXPECT_LT(s.final_update_correlation, 1.0 - 1e-9);
+  std::vector<int64_t> measured;
+  for (const auto& e : events_of(s))
+    if (e.contains("disagreement")) measured.push_back(e["step"].get<int64_t>());
+  EXPECT_EQ(measured, (std::vector<int64_t>{9, 19}));
 }
 
 }  // namespace

@@ -133,6 +133,25 @@ TEST(Claims, ComparisonsAndArithmeticOverRunMetrics) {
   EXPECT_TRUE(evaluate_claim("ttt(a) < ttt(b-1.x)", two_runs(), detail));
 }
 
+TEST(Claims, UpdateCorrelationAndDisagreementAreReadFromTheRunsSummary) {
+  auto runs = two_runs();
+  runs["a"].update_correlation = 0.4;
+  runs["a"].disagreement = 0.8;
+  runs["b-1.x"].update_correlation = 0.9;
+  runs["b-1.x"].disagreement = 0.1;
+  std::string detail;
+  EXPECT_TRUE(evaluate_claim("update_correlation(a) < update_correlation(b-1.x)", runs, detail));
+  EXPECT_EQ(detail, "update_correlation(a)=0.4 < update_correlation(b-1.x)=0.9");
+  EXPECT_TRUE(evaluate_claim("disagreement(a) > 4 * disagreement(b-1.x)", runs, detail));
+  EXPECT_FALSE(evaluate_claim("disagreement(a) < disagreement(b-1.x)", runs, detail));
+  // A run that measured none (one worker, correlation_every = 0) is an error, not a quiet false.
+  runs["a"].disagreement = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(invalid_argument_message([&] {
+              evaluate_claim("disagreement(a) < 1", runs, detail);
+            }).find("run 'a' has no disagreement"),
+            std::string::npos);
+}
+
 TEST(Claims, CopySecondsIsTheCostModelsOneCopyTime) {
   // 7e9 bf16 parameters over 100 Mbit/s: 1.4e10 bytes / 1.25e7 B/s = 1120 s.
   std::string detail;

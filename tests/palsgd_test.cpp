@@ -22,10 +22,11 @@ Config palsgd_config(double p, int64_t h, int64_t warmup) {
   return cfg;
 }
 
-// Which steps rank `rank` spends on pseudo-synchronisation (coins are private
-// to (run seed, worker, step), so a lone strategy object answers the same).
-std::vector<bool> pseudo_steps(const Config& cfg, int64_t rank, int64_t steps) {
-  InProcessGroup group(rank + 1);
+// Which steps rank `rank` of `n` spends on pseudo-synchronisation (coins come
+// from (run seed, worker, step) or (run seed, step), so a lone strategy object
+// answers the same).
+std::vector<bool> pseudo_steps(const Config& cfg, int64_t rank, int64_t steps, int64_t n = 0) {
+  InProcessGroup group(n > 0 ? n : rank + 1);
   Worker w(at::kDouble);
   PalsgdStrategy s(cfg, w.params, group.rank(rank));
   std::vector<bool> out;
@@ -86,6 +87,21 @@ TEST(Palsgd, WorkersFlipTheirOwnCoinsAtRateP) {
   EXPECT_NEAR(double(na), 400, 72);
   EXPECT_NEAR(double(nb), 400, 72);
   EXPECT_NEAR(double(both), 80, 40);
+}
+
+TEST(Palsgd, SharedCoinsMakeEveryWorkerSkipTheSameStepsPrivateOnesDoNot) {
+  Config cfg = palsgd_config(0.2, 32, 32);
+  ASSERT_EQ(cfg.palsgd.coins, "private");  // the default: today's behaviour
+  for (const char* coins : {"private", "shared"}) {
+    cfg.palsgd.coins = coins;
+    const bool shared = std::string(coins) == "shared";
+    const auto first = pseudo_steps(cfg, 0, 532, 4);
+    int64_t skipped = 0;
+    for (int64_t t = 32; t < 532; ++t) skipped += first[t];
+    EXPECT_NEAR(double(skipped), 100, 30) << coins << ": still at rate p";  // Binomial(500, 0.2), sd 9
+    for (int64_t rank = 1; rank < 4; ++rank)
+      EXPECT_EQ(pseudo_steps(cfg, rank, 532, 4) == first, shared) << coins << ", worker " << rank;
+  }
 }
 
 TEST(Palsgd, CommunicatesLikeDiLoCoAfterTheDdpWarmup) {

@@ -134,6 +134,13 @@ struct DiLoCoConfig {
   std::string aggregator = "mean";  // mean | median | trimmed_mean (coordinate-wise over contributing workers)
   double trim_fraction = 0.25;      // trimmed_mean: share of workers cut from each end per coordinate
   double clip_norm = 0.0;           // each worker's pseudo-gradient clipped to this L2 norm first (0 = off)
+  // K: outer steps per sync (1..1000). The first on the averaged pseudo-gradient,
+  // the other K - 1 on a zero one, which only apply momentum: what PALSGD's
+  // authors' DiLoCo-family code does with gradient accumulation (K = 16 in their
+  // GPT-Neo run; ALGORITHMS.md 5(d)). Outer sgd only.
+  int64_t outer_steps_per_sync = 1;
+  bool charge_extra_syncs = false;  // with K > 1: send the K - 1 zero payloads too, as that code all-reduces
+                                    // them (ledger tag "pseudo-grad-extra"); false: only the step's math
 };
 
 // Fault injection and churn (simulated and real runs). Windows are
@@ -200,6 +207,14 @@ struct PalsgdConfig {
   int64_t ddp_warmup_steps = 32;  // T_w: DDP steps before local training
   double outer_lr = 0.1;          // outer Nesterov learning rate
   double outer_momentum = 0.9;    // outer momentum
+  // K: outer steps per sync, as diloco.outer_steps_per_sync (1 = the paper's rule;
+  // the authors' GPT-Neo run takes 16: one on the pseudo-gradient, 15 on zero).
+  int64_t outer_steps_per_sync = 1;
+  bool charge_extra_syncs = false;  // as diloco.charge_extra_syncs
+  // Whose coin flips pick the pseudo-synchronisation steps: private ((run seed,
+  // worker): workers skip different steps) | shared ((run seed) alone: the
+  // authors seed every rank alike, so all workers skip the same steps).
+  std::string coins = "private";
 };
 
 // DeMo (Peng, Quesnelle, Kingma 2024); ALGORITHMS.md 6.

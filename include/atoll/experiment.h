@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -116,6 +117,10 @@ std::string finished_run_difference(const SweepSpec& spec, const SweepRun& run, 
 // Final metrics of a finished run, by the names claims use.
 struct RunMetrics {
   double loss = 0, ppl = 0, bytes = 0, time = 0, corr = 1, util = 1, ttt = -1;
+  // The summary's final worker agreement (ALGORITHMS.md 9; for methods with
+  // outer syncs, the last measurement before a sync). NaN: not measured.
+  double update_correlation = std::numeric_limits<double>::quiet_NaN();
+  double disagreement = std::numeric_limits<double>::quiet_NaN();
   int64_t seed = 0;  // run.seed: claims pair settings by it
 };
 // Per setting, the metrics of each of its finished seeds, in seed order
@@ -139,8 +144,9 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
 
 // Evaluates a claim check: comparisons (<, <=, >, >=) of arithmetic (+ - * /,
 // parentheses, numbers like 1e-3) over loss(run), ppl(run), bytes(run),
-// time(run), corr(run), util(run), ttt(run) (simulated seconds to target_loss;
-// +inf if never reached), abs(x), min(x, y), max(x, y) and
+// time(run), corr(run), update_correlation(run), disagreement(run) (the
+// summary's final worker agreement; an error if the run has none), util(run),
+// ttt(run) (simulated seconds to target_loss; +inf if never reached), abs(x), min(x, y), max(x, y) and
 // copy_seconds(params, bytes_per_element, bits_per_second). Sets `detail` to
 // the check with every call replaced by its value. Throws
 // std::invalid_argument on a syntax error or an unknown run.

@@ -58,6 +58,16 @@ class Strategy {
   virtual double take_extra_flops() { return 0; }
   // Events since the last call (read by the driver while the worker is parked).
   virtual std::vector<StrategyEvent> take_events() { return {}; }
+  // Outer syncs, for the observer's worker agreement (ALGORITHMS.md 9): the
+  // first step u >= t at whose end the method pulls its workers' models
+  // together (an outer sync, a fragment's), or -1 if none comes (the default:
+  // no outer syncs). Right after a sync the workers agree by construction,
+  // so agreement is measured before one. A pure function of the config: every
+  // worker gives the same answer.
+  virtual int64_t next_sync_step(int64_t /*t*/) const { return -1; }
+  // The step from which the workers train apart (the end of a DDP warm-up);
+  // agreement is measured against their common model there. 0: from the start.
+  virtual int64_t local_start_step() const { return 0; }
 };
 
 // Builds the strategy named by cfg.strategy.name for one worker.

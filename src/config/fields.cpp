@@ -172,6 +172,12 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "trimmed_mean: share of workers cut from each end of every coordinate, in [0, 0.5)"),
       field("diloco.clip_norm", c.diloco.clip_norm,
             "clip each worker's pseudo-gradient to this L2 norm before combining (0 = off)"),
+      field("diloco.outer_steps_per_sync", c.diloco.outer_steps_per_sync,
+            "K: outer steps per sync, 1..1000: one on the pseudo-gradient, K-1 on zero (momentum only; "
+            "PALSGD authors' code: 16); outer sgd only"),
+      field("diloco.charge_extra_syncs", c.diloco.charge_extra_syncs,
+            "with K > 1, also all-reduce the K-1 zero pseudo-gradients as the authors' code does (tag "
+            "pseudo-grad-extra)"),
 
       field("ddp.codec", c.ddp.codec, "gradient codec: {codecs}"),
       field("ddp.overlap", c.ddp.overlap,
@@ -195,6 +201,13 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("palsgd.ddp_warmup_steps", c.palsgd.ddp_warmup_steps, "T_w: DDP warm-up steps (paper 32)"),
       field("palsgd.outer_lr", c.palsgd.outer_lr, "outer Nesterov learning rate (paper 0.1)"),
       field("palsgd.outer_momentum", c.palsgd.outer_momentum, "outer momentum (paper 0.9)"),
+      field("palsgd.outer_steps_per_sync", c.palsgd.outer_steps_per_sync,
+            "K: outer steps per sync, 1..1000: one on the pseudo-gradient, K-1 on zero (authors' run: 16)"),
+      field("palsgd.charge_extra_syncs", c.palsgd.charge_extra_syncs,
+            "with K > 1, also all-reduce the K-1 zero pseudo-gradients as the authors' code does"),
+      field("palsgd.coins", c.palsgd.coins,
+            "private (coins from (seed, worker)) | shared (from the seed alone, as the authors' run: all "
+            "workers skip the same steps)"),
 
       field("demo.beta", c.demo.beta, "beta: momentum decay (paper 0.999)"),
       field("demo.topk", c.demo.topk, "k: DCT coefficients sent per block (paper 32)"),

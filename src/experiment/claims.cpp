@@ -31,8 +31,8 @@ std::string short_number(double v) {
 }
 
 const char* const kFunctions =
-    " (functions: loss ppl bytes time corr util ttt of a run name; abs(x), min(x, y), max(x, y), "
-    "copy_seconds(params, bytes_per_element, bits_per_second))";
+    " (functions: loss ppl bytes time corr update_correlation disagreement util ttt of a run name; "
+    "abs(x), min(x, y), max(x, y), copy_seconds(params, bytes_per_element, bits_per_second))";
 
 class ClaimParser {
  public:
@@ -142,7 +142,8 @@ class ClaimParser {
 
   // After "name(": reads the arguments and the closing parenthesis.
   double call(const std::string& name) {
-    static const char* metrics[] = {"loss", "ppl", "bytes", "time", "corr", "util", "ttt"};
+    static const char* metrics[] = {"loss",         "ppl",  "bytes", "time", "corr", "update_correlation",
+                                    "disagreement", "util", "ttt"};
     for (const char* m : metrics) {
       if (name != m) continue;
       skip();
@@ -155,14 +156,19 @@ class ClaimParser {
       auto it = runs_.find(run);
       if (it == runs_.end()) throw std::invalid_argument("claim check '" + s_ + "': run '" + run + "' has no results");
       const RunMetrics& r = it->second;
-      double v = name == "loss"    ? r.loss
-                 : name == "ppl"   ? r.ppl
-                 : name == "bytes" ? r.bytes
-                 : name == "time"  ? r.time
-                 : name == "corr"  ? r.corr
-                 : name == "util"  ? r.util
-                                   : r.ttt;
+      double v = name == "loss"                 ? r.loss
+                 : name == "ppl"                ? r.ppl
+                 : name == "bytes"              ? r.bytes
+                 : name == "time"               ? r.time
+                 : name == "corr"               ? r.corr
+                 : name == "update_correlation" ? r.update_correlation
+                 : name == "disagreement"       ? r.disagreement
+                 : name == "util"               ? r.util
+                                                : r.ttt;
       if (name == "ttt" && v < 0) v = std::numeric_limits<double>::infinity();
+      if (std::isnan(v))  // a comparison with NaN would quietly be false
+        throw std::invalid_argument("claim check '" + s_ + "': run '" + run + "' has no " + name +
+                                    " (one worker, strategy.correlation_every = 0, or no sync measured)");
       show(name + "(" + run + ")=" + short_number(v));
       return v;
     }
@@ -232,7 +238,7 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
   for (const auto& [name, seeds] : runs) {
     if (seeds.empty()) continue;
     RunMetrics m;
-    m.loss = m.ppl = m.bytes = m.time = m.corr = m.util = m.ttt = 0;
+    m.loss = m.ppl = m.bytes = m.time = m.corr = m.util = m.ttt = m.update_correlation = m.disagreement = 0;
     bool never = false;
     for (const RunMetrics& r : seeds) {
       m.loss += r.loss / double(seeds.size());
@@ -240,6 +246,8 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
       m.bytes += r.bytes / double(seeds.size());
       m.time += r.time / double(seeds.size());
       m.corr += r.corr / double(seeds.size());
+      m.update_correlation += r.update_correlation / double(seeds.size());
+      m.disagreement += r.disagreement / double(seeds.size());
       m.util += r.util / double(seeds.size());
       m.ttt += r.ttt / double(seeds.size());
       never = never || r.ttt < 0;

@@ -485,6 +485,8 @@ SeedMetrics sweep_metrics(const SweepSpec& spec, const std::string& dir) {
     m.bytes = d.bytes_sent_per_worker;
     m.time = d.sim_seconds;
     m.corr = d.final_correlation;
+    m.update_correlation = d.final_update_correlation;
+    m.disagreement = d.final_disagreement;
     m.util = d.utilisation;
     m.ttt = spec.target_loss > 0 ? time_to_loss(d, spec.target_loss) : -1;
     m.seed = run.seed;

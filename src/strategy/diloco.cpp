@@ -20,6 +20,10 @@ OuterSync::OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<a
   momentum_ = at::zeros_like(global_);
   if (cfg_.outer_optimizer == "adam") second_moment_ = at::zeros_like(global_);
   global_views_ = views_of(global_, params_);
+  // Its own codec: a zero payload leaves any codec state (topk's residual) at
+  // zero, so this one never holds state to checkpoint and never touches codec_'s.
+  if (cfg_.charge_extra_syncs && cfg_.outer_steps_per_sync > 1)
+    extra_codec_ = std::make_unique<PayloadCodec>(outer.codec, cfg.codec, numels_of(params_));
 }
 
 void OuterSync::sync(int64_t t) {
@@ -118,8 +122,22 @@ std::vector<StrategyEvent> OuterSync::take_events() {
   return out;
 }
 
-void OuterSync::outer_step(const at::Tensor& delta_in) {
-  at::Tensor delta = delta_in;
+void OuterSync::outer_step(const at::Tensor& delta) {
+  apply_outer(delta);
+  // The K - 1 further steps of PALSGD's authors' code (ALGORITHMS.md 5(d)): the
+  // sync block runs once per micro-batch, the later runs on a model just reset
+  // to theta_g, so their pseudo-gradient is exactly zero and each step only
+  // applies the decayed momentum. Every rank takes them, so the (optional)
+  // all-reduces match up.
+  for (int64_t k = 1; k < cfg_.outer_steps_per_sync; ++k) {
+    at::Tensor zero = at::zeros_like(global_);
+    if (extra_codec_) mean_all_reduce(comm_, *extra_codec_, zero, "pseudo-grad-extra");
+    zero.zero_();  // the mean of zeros, whatever the codec: the step is on exactly zero
+    apply_outer(zero);
+  }
+}
+
+void OuterSync::apply_outer(const at::Tensor& delta) {
   const double mu = cfg_.outer_momentum;
   // Pseudo-gradient, momentum, update and reset: about 8 operations per
   // parameter (Adam: 12), charged by the modelled clock.

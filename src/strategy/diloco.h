@@ -7,6 +7,8 @@
 //   buf     <- mu * buf + Delta
 //   theta_g <- theta_g - lr_out * (Delta + mu * buf)    // Nesterov (heavy ball: buf)
 //   theta_i <- theta_g
+//   then K - 1 more outer steps on Delta = 0 (buf <- mu buf; theta_g <- theta_g - lr_out mu buf):
+//   PALSGD's authors' code runs its sync block once per micro-batch (ALGORITHMS.md 5(d))
 //
 // Config: diloco.inner_steps = H (500), diloco.outer_lr = lr_out (0.7),
 // diloco.outer_momentum = mu (0.9), diloco.nesterov (true), diloco.codec
@@ -15,7 +17,12 @@
 // counted on the global step, syncing after steps t with (t + 1) mod H = 0).
 // Workers, then: theta_i <- theta_g, with theta_g snapshot at the end of the
 // warm-up (DDP keeps replicas bitwise identical, so no average is needed).
+// diloco.outer_steps_per_sync = K (1), diloco.charge_extra_syncs (false: the
+// K - 1 zero pseudo-gradients are not sent; true: each is all-reduced as the
+// authors' code does, under ledger tag "pseudo-grad-extra").
 #pragma once
+
+#include <memory>
 
 #include "atoll/strategy.h"
 #include "compress/payload.h"
@@ -28,6 +35,13 @@ namespace atl {
 // The [diloco] section's rules (diloco_config.cpp): the outer step and the
 // robust aggregation options, which every OuterSync user reads from [diloco].
 void validate_diloco(const Config& cfg, std::vector<std::string>& errors);
+
+// The first step u >= max(t, from) that ends a round of h steps ((u + 1) mod h
+// = 0): when DiLoCo-style methods sync (Strategy::next_sync_step).
+inline int64_t next_round_end(int64_t t, int64_t from, int64_t h) {
+  const int64_t u = t > from ? t : from;
+  return (u + h) / h * h - 1;
+}
 
 // The outer half of DiLoCo, shared by every method that adds an outer
 // Nesterov step on the averaged pseudo-gradient (DiLoCo, SPARTA + DiLoCo).
@@ -81,7 +95,10 @@ class OuterSync {
   std::vector<at::Tensor> global_views_;
   FaultPlan faults_;
   std::vector<StrategyEvent> events_;
+  std::unique_ptr<PayloadCodec> extra_codec_;  // charge_extra_syncs: the zero payloads' codec (stateless)
+  // One outer step on delta, then the K - 1 on a zero pseudo-gradient.
   void outer_step(const at::Tensor& delta);
+  void apply_outer(const at::Tensor& delta);
   at::Tensor combine(at::Tensor delta, bool contributes, double wire_bytes, int64_t t, int64_t* contributors);
 };
 
@@ -94,6 +111,8 @@ class DiLoCoStrategy : public Strategy {
   bool needs_gradient(int64_t t) const override;
   std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
   double take_extra_flops() override { return outer_.take_extra_flops(); }
+  int64_t next_sync_step(int64_t t) const override { return next_round_end(t, warmup_, inner_steps_); }
+  int64_t local_start_step() const override { return warmup_; }
 
  private:
   std::vector<at::Tensor> params_;

@@ -16,6 +16,15 @@ void validate_diloco(const Config& c, std::vector<std::string>& errors) {
   p.need(c.diloco.outer_beta2 >= 0 && c.diloco.outer_beta2 < 1, "diloco.outer_beta2 must be in [0, 1)");
   p.need(c.diloco.outer_eps > 0, "diloco.outer_eps must be > 0");
   p.need(c.diloco.outer_momentum >= 0 && c.diloco.outer_momentum < 1, "diloco.outer_momentum must be in [0, 1)");
+  const int64_t k = c.diloco.outer_steps_per_sync;
+  p.need(k >= 1 && k <= 1000, "diloco.outer_steps_per_sync (K) must be in 1..1000 (got " + std::to_string(k) +
+                                  "; 1 = one outer step per sync)");
+  // The extra steps are the authors' momentum-only SGD steps; Adam on a zero
+  // pseudo-gradient would still move theta_g by its bias-corrected moments, a
+  // step no reference takes.
+  p.need(k <= 1 || c.diloco.outer_optimizer == "sgd",
+         "diloco.outer_steps_per_sync > 1 needs diloco.outer_optimizer = sgd (the extra outer steps apply momentum "
+         "on a zero pseudo-gradient; Adam has no such step in any reference)");
   // Robust aggregation (OuterSync::combine).
   p.enum_check("diloco.aggregator", c.diloco.aggregator, {"mean", "median", "trimmed_mean"});
   p.need(c.diloco.trim_fraction >= 0 && c.diloco.trim_fraction < 0.5, "diloco.trim_fraction must be in [0, 0.5)");

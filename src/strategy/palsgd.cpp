@@ -17,6 +17,8 @@ DiLoCoConfig outer_config(const PalsgdConfig& p, const DiLoCoConfig& robust) {
   d.outer_lr = p.outer_lr;
   d.outer_momentum = p.outer_momentum;
   d.nesterov = true;
+  d.outer_steps_per_sync = p.outer_steps_per_sync;
+  d.charge_extra_syncs = p.charge_extra_syncs;
   return d;
 }
 
@@ -26,8 +28,11 @@ PalsgdStrategy::PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params
     : params_(params),
       comm_(comm),
       cfg_(cfg.palsgd),
-      // Private to this worker: (run seed, worker) — workers flip their own coins.
-      coin_seed_(mix_seed(static_cast<uint64_t>(cfg.run.seed), static_cast<uint64_t>(comm.rank()) + 1, 0x9a15)),
+      // private: (run seed, worker), each worker flips its own coins; shared:
+      // (run seed) alone, as the authors seed every rank's NumPy alike, so all
+      // workers skip the same steps (0 is no worker's rank + 1).
+      coin_seed_(mix_seed(static_cast<uint64_t>(cfg.run.seed),
+                          cfg.palsgd.coins == "shared" ? 0 : static_cast<uint64_t>(comm.rank()) + 1, 0x9a15)),
       inner_(cfg.optim, params),
       outer_(outer_config(cfg.palsgd, cfg.diloco), cfg, params, comm),
       grads_(cfg, params, "fp32") {}

@@ -3,7 +3,8 @@
 //
 //   t < T_w:  DDP (gradient all-reduce every step); then theta_bar <- theta_i
 //             (DDP keeps the replicas bitwise identical, so no average is needed)
-//   t >= T_w, each worker on its own coin flip (seed, worker, step):
+//   t >= T_w, each worker on its coin flip (seed, worker, step); with
+//   palsgd.coins = shared on (seed, step), the same for every worker:
 //     with probability p, a pseudo-synchronisation step (no batch, no
 //     forward/backward, no communication):
 //         theta_i <- theta_i - (lr / p) * eta * (theta_i - theta_bar)
@@ -15,7 +16,8 @@
 // a proximal pull toward the last consensus, applied by randomised splitting.
 // With p = 0 this is DiLoCo with a DDP warm-up of T_w steps.
 // Config: palsgd.p (0.2), eta (1), inner_steps H (32), ddp_warmup_steps T_w
-// (32), outer_lr (0.1), outer_momentum (0.9).
+// (32), outer_lr (0.1), outer_momentum (0.9), outer_steps_per_sync K (1; the
+// authors' run: 16, see OuterSync), charge_extra_syncs (false), coins (private).
 #pragma once
 
 #include "atoll/strategy.h"
@@ -41,6 +43,10 @@ class PalsgdStrategy : public Strategy {
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
   std::map<std::string, double> stats() const override;
+  int64_t next_sync_step(int64_t t) const override {
+    return next_round_end(t, cfg_.ddp_warmup_steps, cfg_.inner_steps);
+  }
+  int64_t local_start_step() const override { return cfg_.ddp_warmup_steps; }
 
  private:
   bool pseudo_sync(int64_t t) const;

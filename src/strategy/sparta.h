@@ -129,6 +129,8 @@ class SpartaDiLoCoStrategy : public Strategy {
   std::map<std::string, double> stats() const override { return sparse_.stats(); }
   std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
   double take_extra_flops() override { return outer_.take_extra_flops(); }
+  // The outer syncs; SPARTA's sparse exchanges every step only nudge the workers.
+  int64_t next_sync_step(int64_t t) const override { return next_round_end(t, 0, inner_steps_); }
 
  private:
   InnerOptimizer inner_;

@@ -91,6 +91,17 @@ void StreamingDiLoCoStrategy::step(int64_t t, double lr) {
   }
 }
 
+int64_t StreamingDiLoCoStrategy::next_sync_step(int64_t t) const {
+  const int64_t h = outer_.inner_steps;
+  int64_t next = -1;
+  for (const auto& f : fragments_) {
+    const int64_t from = std::max(t, f.offset);
+    const int64_t u = f.offset + (from - f.offset + h - 1) / h * h;  // first u >= from with (u - o_p) mod H = 0
+    if (next < 0 || u < next) next = u;
+  }
+  return next;
+}
+
 void StreamingDiLoCoStrategy::prepare(Fragment& f, size_t index) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> parts;

@@ -51,6 +51,8 @@ class StreamingDiLoCoStrategy : public Strategy {
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return &global_; }
   std::map<std::string, double> stats() const override;
+  // The next fragment's merge ("perform"): one fragment syncs every H / F steps.
+  int64_t next_sync_step(int64_t t) const override;
   double take_extra_flops() override {
     const double f = extra_flops_;
     extra_flops_ = 0;

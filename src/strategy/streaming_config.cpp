@@ -20,6 +20,10 @@ void validate_streaming(const Config& c, std::vector<std::string>& errors) {
   }
   p.need(c.streaming.overlap >= 0, "streaming.overlap (tau) must be >= 0");
   p.need(c.streaming.alpha >= 0 && c.streaming.alpha <= 1, "streaming.alpha must be in [0, 1]");
+  // Streaming's per-fragment outer step is its own (streaming.cpp), not OuterSync's.
+  p.need(c.strategy.name != "streaming" || c.diloco.outer_steps_per_sync == 1,
+         "streaming takes one outer step per fragment sync: diloco.outer_steps_per_sync must be 1 with "
+         "strategy.name = streaming (it applies to diloco, sparta_diloco and palsgd's own key)");
   if (c.strategy.name == "streaming" && c.model.kind == "gpt" && c.streaming.fragment_blocks >= 1 &&
       c.diloco.inner_steps >= 1 && c.model.n_layer >= 1) {
     // ceil(n_layer / fragment_blocks) without overflow for huge n_layer (fuzz finding).

@@ -185,7 +185,7 @@ class Driver {
       return seconds_since(from) - (cluster_.measured_comm_seconds(w) - comm_before);
     };
 
-    if (!resuming()) observe_at(0);
+    if (!resuming()) observe_at(0, *strategy);
     for (int64_t t = first_step; t < cfg_.train.steps; ++t) {
       if (t == first_step) observer_.first_step_started();
       slot.trace.step();
@@ -198,7 +198,7 @@ class Driver {
         strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
         charge_extra(slot, *strategy, t, flops_mode);
         slot.compute_wall += wall_compute(wall0, comm0);
-        if (observe_at(t + 1)) break;
+        if (observe_at(t + 1, *strategy)) break;
         continue;
       }
       double t0 = 0, t1 = 0;
@@ -229,7 +229,7 @@ class Driver {
                                  std::to_string(t + 1) + "; lower optim.lr");
       slot.loss_sum += l;
       slot.loss_count += 1;
-      if (observe_at(t + 1)) break;
+      if (observe_at(t + 1, *strategy)) break;
     }
     slot.strategy = nullptr;  // the objects die with this frame
     slot.stream = nullptr;
@@ -261,15 +261,19 @@ class Driver {
   // the last local worker to arrive runs the observation. Returns true when
   // the run stops here (a signal, or run.stop_at): every worker of every
   // process gets the same answer, after the checkpoint is written.
-  bool observe_at(int64_t step) {
-    const bool eval = schedule_.is_eval_step(step), log = schedule_.is_log_step(step),
+  // `method` is this worker's strategy: when it syncs decides when agreement
+  // is measured, and every worker's gives the same answer.
+  bool observe_at(int64_t step, const Strategy& method) {
+    const bool eval = schedule_.is_eval_step(step), log = schedule_.is_log_step(step, method),
                checkpoint = schedule_.is_checkpoint_step(step);
     if (!eval && !log && !checkpoint) return false;
+    const bool agreement = log && schedule_.is_correlation_step(step, method);
+    const bool origin = log && schedule_.is_agreement_origin_step(step, method);
     cluster_.meet([&] {
       for (auto& s : slots_)  // the strategies' events since the last meeting
         for (const auto& e : s.strategy->take_events())
           s.events.push_back(fault_event_line(e.step, s.rank, e.kind, e.detail));
-      if (eval || log) observe(step, log, eval);
+      if (eval || log) observe(step, log, eval, agreement, origin);
       // Every process takes part in the same observer collectives.
       const bool stop = step < cfg_.train.steps && cluster_.any(schedule_.is_stop_step(step) || stop_requested());
       if (checkpoint || stop) write_checkpoint(step);
@@ -281,11 +285,13 @@ class Driver {
 
   // Runs once per process while its local workers are parked. Every process
   // takes part in the cluster's collectives; only the leader observes.
-  void observe(int64_t step, bool log, bool eval) {
+  void observe(int64_t step, bool log, bool eval, bool agreement, bool origin) {
     Observation o;
     o.step = step;
     o.log = log;
     o.eval = eval;
+    o.agreement = agreement;
+    o.agreement_origin = origin;
     std::vector<WorkerReport> local;
     for (auto& s : slots_) {
       local.push_back(s.report(cluster_.measured_comm_seconds(s.rank)));
@@ -293,7 +299,7 @@ class Driver {
     }
     o.reports = cluster_.reports(local);
     o.global = slots_[0].global;
-    if (observer_.needs_params(step, log, eval, o.global != nullptr)) {
+    if (observer_.needs_params(o)) {
       std::vector<std::vector<at::Tensor>> mine;
       for (const auto& s : slots_) mine.push_back(s.params);
       o.params = cluster_.params(mine);

@@ -49,7 +49,6 @@ std::string fault_event_line(int64_t step, int64_t worker, const std::string& ki
 Observer::Observer(const Config& cfg, MetricsLog& log, const TrainHooks& hooks, const DataSource& data,
                    const NetworkModel& net, bool real_run)
     : cfg_(cfg),
-      schedule_(cfg),
       log_(log),
       hooks_(hooks),
       data_(data),
@@ -84,11 +83,10 @@ void Observer::first_step_started() {
 
 double Observer::seconds_since_start() const { return seconds_since(start_); }
 
-bool Observer::needs_params(int64_t step, bool log, bool eval, bool has_global) const {
-  const std::string which = eval_model_kind(has_global);
-  const bool correlation = log && schedule_.is_correlation_step(step);
-  const bool last = step == cfg_.train.steps;  // the end event fingerprints every worker
-  return last || correlation || (eval && (which != "global" || cfg_.strategy.eval_worker0));
+bool Observer::needs_params(const Observation& o) const {
+  const std::string which = eval_model_kind(o.global != nullptr);
+  const bool last = o.step == cfg_.train.steps;  // the end event fingerprints every worker
+  return last || o.agreement || o.agreement_origin || (o.eval && (which != "global" || cfg_.strategy.eval_worker0));
 }
 
 void Observer::visit_state(StateVisitor& v) {
@@ -106,6 +104,7 @@ void Observer::visit_state(StateVisitor& v) {
   v.real("last_update_correlation_min", last_agreement_.update_correlation_min);
   v.real("last_disagreement", last_agreement_.disagreement);
   v.integer("outages_logged", outages_logged_);
+  v.tensors("agreement_origin", origin_params_);
   // The sizes saved here must be on disk before the checkpoint that names
   // them (driver.ckpt is written after this walk): resume refuses shorter files.
   if (!v.loading()) log_.sync();
@@ -119,7 +118,7 @@ void Observer::observe(const Observation& o) {
   const double elapsed = elapsed_offset_ + seconds_since_start();
   const double train_wall = std::max(1e-9, elapsed - eval_wall_);
   const std::string which = eval_model_kind(o.global != nullptr);
-  const bool correlation = o.log && schedule_.is_correlation_step(step);
+  const bool correlation = o.log && o.agreement;
   const bool last = step == cfg_.train.steps;
 
   double loss = 0, sim_time = 0, compute = 0, blocked = 0, sent = 0, received = 0, intra_sent = 0;
@@ -172,10 +171,16 @@ void Observer::observe(const Observation& o) {
     logged_sent_ = sent / n;
     logged_step_ = step;
     for (const auto& [key, value] : o.strategy_stats) e[key] = value;
+    if (o.agreement_origin) {
+      // The workers hold one model at the end of a DDP warm-up; what they
+      // did apart is measured from it.
+      origin_params_.clear();
+      for (const auto& p : o.params[0]) origin_params_.push_back(p.detach().clone());
+    }
     if (correlation) {
       const auto corr_start = Clock::now();
       const Correlation c = parameter_correlation(o.params);
-      const Agreement a = worker_agreement(o.params, initial_params_);
+      const Agreement a = worker_agreement(o.params, origin_params_.empty() ? initial_params_ : origin_params_);
       e["correlation"] = c.mean;
       e["correlation_min"] = c.min;
       e["update_correlation"] = number_or_null(a.update_correlation);

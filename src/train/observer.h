@@ -45,6 +45,8 @@ std::string outage_event_line(int64_t step, const Outage& out);
 struct Observation {
   int64_t step = 0;
   bool log = false, eval = false;
+  bool agreement = false;                           // measure worker agreement (Schedule::is_correlation_step)
+  bool agreement_origin = false;                    // keep the workers' common model as agreement's θ_0
   std::vector<WorkerReport> reports;                // every worker's, rank order
   std::vector<std::vector<at::Tensor>> params;      // every worker's, if needs_params()
   std::map<std::string, double> strategy_stats;     // worker 0's strategy counters
@@ -68,8 +70,9 @@ class Observer {
   // a built-in model's formula, model.flops_per_sample, or counted on the
   // first evaluation batch (src/model/flop_count.h).
   const ModelFlops& model_flops() const { return flops_; }
-  // Whether the observation of `step` needs every worker's parameters.
-  bool needs_params(int64_t step, bool log, bool eval, bool has_global) const;
+  // Whether observation `o` (before its params and reports are filled in)
+  // needs every worker's parameters.
+  bool needs_params(const Observation& o) const;
   // Logs the observation; at the last step also the end event and summary.
   void observe(const Observation& o);
   // The running figures between log lines (the driver's checkpoint part).
@@ -93,7 +96,6 @@ class Observer {
   double seconds_since_start() const;
 
   Config cfg_;
-  Schedule schedule_;
   MetricsLog& log_;
   TrainHooks hooks_;
   const DataSource& data_;
@@ -108,6 +110,10 @@ class Observer {
   // θ_0 of the agreement metrics: the workers' common initial parameters,
   // rebuilt like theirs (make_model with the run seed), so also on resume.
   std::vector<at::Tensor> initial_params_;
+  // θ_0 instead for a method whose workers train apart from a later step
+  // (the end of a DDP warm-up, Schedule::is_agreement_origin_step): their
+  // common model there. Empty until then; checkpointed.
+  std::vector<at::Tensor> origin_params_;
   int64_t params_ = 0;
   ModelFlops flops_;
   double flops_per_token_ = 0;  // flops_.per_token

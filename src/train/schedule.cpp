@@ -29,12 +29,28 @@ bool Schedule::is_eval_step(int64_t step) const {
   return step == steps_ || (eval_every_ > 0 && step % eval_every_ == 0);
 }
 
-bool Schedule::is_correlation_step(int64_t step) const {
-  return workers_ > 1 && correlation_every_ > 0 && step > 0 && (step % correlation_every_ == 0 || step == steps_);
+bool Schedule::is_correlation_step(int64_t step, const Strategy& method) const {
+  if (!measures_agreement() || step <= 0) return false;
+  if (method.next_sync_step(0) < 0) return step % correlation_every_ == 0 || step == steps_;
+  // Step `step` (0-based) is the next to run: it must end with a sync, and
+  // the workers must have trained apart for at least one step.
+  if (step >= steps_ || step <= method.local_start_step() || method.next_sync_step(step) != step) return false;
+  // The last such step at or before the next multiple of correlation_every
+  // (or before the end): no other one comes before that.
+  const int64_t multiple = (step + correlation_every_ - 1) / correlation_every_ * correlation_every_;
+  const int64_t limit = std::min(multiple, steps_ - 1);
+  const int64_t next = method.next_sync_step(step + 1);
+  return next < 0 || next > limit;
 }
 
-bool Schedule::is_log_step(int64_t step) const {
-  return step > 0 && (step % log_every_ == 0 || step == steps_ || is_correlation_step(step));
+bool Schedule::is_agreement_origin_step(int64_t step, const Strategy& method) const {
+  return measures_agreement() && step > 0 && step < steps_ && step == method.local_start_step() &&
+         method.next_sync_step(0) >= 0;
+}
+
+bool Schedule::is_log_step(int64_t step, const Strategy& method) const {
+  return step > 0 && (step % log_every_ == 0 || step == steps_ || is_correlation_step(step, method) ||
+                      is_agreement_origin_step(step, method));
 }
 
 bool Schedule::is_checkpoint_step(int64_t step) const {
