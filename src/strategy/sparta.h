@@ -8,7 +8,9 @@
 //     at step t + d: theta_i[M] <- v       // "overwrite" (reference), or += v - v_i ("delta")
 //
 // SPARTA + DiLoCo adds DiLoCo's outer step every H steps, after the sparse
-// exchange of that step (gym's order: inner -> sparse -> outer).
+// exchange of that step (gym's order: inner -> sparse -> outer), and
+// DiLoCo's DDP warm-up (diloco.ddp_warmup_steps, strategy/ddp_warmup.h):
+// neither the sparse exchanges nor the outer steps start before it ends.
 //
 // Config: sparta.p (0.005), selector, interval k (1), delay d (0), apply,
 // fault_rate (0), p_schedule, p_min_factor (0.1); strategy.topology;
@@ -22,6 +24,7 @@
 
 #include "atoll/strategy.h"
 #include "compress/payload.h"
+#include "strategy/ddp_warmup.h"
 #include "strategy/diloco.h"
 #include "strategy/inner_optimizer.h"
 #include "strategy/topology.h"
@@ -134,6 +137,7 @@ class SpartaDiLoCoStrategy : public Strategy {
   InnerOptimizer inner_;
   SparseAverager sparse_;
   OuterSync outer_;
+  DdpWarmup warmup_;  // before any sparse exchange or outer step
   int64_t inner_steps_;
 };
 

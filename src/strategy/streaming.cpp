@@ -53,9 +53,26 @@ std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int
   return out;
 }
 
+namespace {
+
+// theta_g's starting values: a copy of each parameter.
+std::vector<at::Tensor> copies_of(const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : params) out.push_back(p.detach().clone());
+  return out;
+}
+
+}  // namespace
+
 StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
                                                  const std::vector<std::string>& names)
-    : params_(params), comm_(comm), inner_(cfg.optim, params), outer_(cfg.diloco), cfg_(cfg.streaming) {
+    : params_(params),
+      comm_(comm),
+      inner_(cfg.optim, params),
+      outer_(cfg.diloco),
+      cfg_(cfg.streaming),
+      global_(copies_of(params)),
+      warmup_(DdpWarmup::of_diloco(cfg, params, comm, inner_, &global_)) {
   at::NoGradGuard no_grad;
   int64_t count = 0;
   const auto which =
@@ -68,8 +85,7 @@ StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<
   for (int64_t p = 0; p < count; ++p) fragments_[size_t(p)].offset = (p + 1) * (h / count) - 1;
   for (size_t k = 0; k < params_.size(); ++k) {
     fragments_[size_t(which[k])].members.push_back(k);
-    global_.push_back(params_[k].detach().clone());
-    momentum_.push_back(at::zeros_like(global_.back()));
+    momentum_.push_back(at::zeros_like(global_[k]));
   }
   for (auto& f : fragments_) {
     std::vector<int64_t> tensors;  // the fragment's payload concatenates its members (prepare())
@@ -79,6 +95,7 @@ StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<
 }
 
 void StreamingDiLoCoStrategy::step(int64_t t, double lr) {
+  if (warmup_.step(t, lr)) return;
   inner_.step(lr);
   const int64_t h = outer_.inner_steps;
   for (size_t p = 0; p < fragments_.size(); ++p) {
@@ -130,6 +147,7 @@ void StreamingDiLoCoStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);
   v.tensors("global", global_);
   v.tensors("momentum", momentum_);
+  warmup_.visit_state(v);
   for (size_t i = 0; i < fragments_.size(); ++i) {
     Fragment& f = fragments_[i];
     StateVisitor::Scope scope(v, "fragment." + std::to_string(i));
