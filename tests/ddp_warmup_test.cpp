@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -170,6 +171,46 @@ TEST_P(Warmup, WarmupIsDdpThenTheMethodStartsFromItsModel) {
     EXPECT_EQ(sent_from(w.ledgers[r], warmup), sent_from(c.ledgers[r], warmup));
     EXPECT_FALSE(sent_from(c.ledgers[r], warmup).empty()) << "the method communicated after the warm-up";
   }
+}
+
+TEST_P(Warmup, AStopInsideTheWarmupResumesLikeTheRunThatNeverStopped) {
+  // The warm-up's state (theta_g following the workers, the gradient codec)
+  // goes through the checkpoint: stopped at step 4 of an 8-step warm-up and
+  // resumed, every loss and the final parameters are the uninterrupted run's.
+  testing::TempDir tmp;
+  Config cfg = with_warmup(tiny_config(GetParam(), 2), 8);
+  cfg.run.out_dir = tmp.str();
+  cfg.train.steps = 16;
+  cfg.train.eval_every = 2;
+  cfg.train.log_every = 1;
+  cfg.diloco.inner_steps = 4;
+  cfg.palsgd.inner_steps = 4;
+  cfg.run.name = "whole";
+  const RunSummary whole = train(cfg);
+  cfg.run.name = "resumed";
+  cfg.run.stop_at = 4;
+  ASSERT_EQ(train(cfg).stopped_at, 4);
+  cfg.run.stop_at = 0;
+  cfg.run.resume = "true";
+  const RunSummary second = train(cfg);
+  ASSERT_EQ(second.stopped_at, -1);
+  EXPECT_EQ(whole.final_val_loss, second.final_val_loss);
+  EXPECT_EQ(whole.bytes_sent_per_worker, second.bytes_sent_per_worker);
+  auto figures = [](const std::string& dir) {
+    std::vector<std::string> out;
+    std::ifstream in(dir + "/metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      const auto e = nlohmann::json::parse(line);
+      for (const char* key : {"loss", "val_loss", "params_hash_per_worker"})
+        if (e.contains(key))
+          out.push_back(e["event"].dump() + " " + e.value("step", nlohmann::json()).dump() + " " + key + " " +
+                        e[key].dump());
+    }
+    return out;
+  };
+  const auto a = figures(tmp.path("whole")), b = figures(tmp.path("resumed"));
+  EXPECT_EQ(a, b);
+  EXPECT_GT(a.size(), 16u);
 }
 
 INSTANTIATE_TEST_SUITE_P(DiLoCoFamily, Warmup, ::testing::ValuesIn(warmup_methods()), testing::method_test_name);
