@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "atoll/comm.h"
@@ -47,6 +48,22 @@ TEST(StrategyTable, EveryKeyOfTheTableNamesAConfigFieldOfItsType) {
   EXPECT_EQ(method_warmup_steps(c), 7);
   c.strategy.name = "diloco";
   EXPECT_EQ(method_warmup_steps(c), 3);
+}
+
+TEST(StrategyTable, TheDiLoCoFamilyNamesItsWarmupKeyAndNullptrMeansNoWarmup) {
+  // Every method that reads [diloco]'s outer step has its warm-up
+  // (strategy/ddp_warmup.h); a method without a key has none, whatever
+  // diloco.ddp_warmup_steps says (fault windows may then start at step 0).
+  Config c;
+  c.diloco.ddp_warmup_steps = 3;
+  c.palsgd.ddp_warmup_steps = 7;
+  const std::map<std::string, int64_t> want = {{"diloco", 3}, {"sparta_diloco", 3}, {"streaming", 3}, {"palsgd", 7}};
+  for (const Method& m : strategy_table()) {
+    c.strategy.name = m.name;
+    const auto it = want.find(m.name);
+    EXPECT_EQ(m.warmup_key != nullptr, it != want.end()) << m.name;
+    EXPECT_EQ(method_warmup_steps(c), it == want.end() ? 0 : it->second) << m.name;
+  }
 }
 
 TEST(StrategyTable, MakeStrategyBuildsEveryMethodAndNamesThemForAnUnknownOne) {

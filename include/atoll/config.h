@@ -121,15 +121,18 @@ struct StrategyConfig {
 
 // DiLoCo (Douillard et al. 2023) and Local SGD / FedAvg (outer SGD lr 1, mu 0).
 struct DiLoCoConfig {
-  int64_t inner_steps = 500;            // H: inner steps between synchronisations (paper 500)
-  double outer_lr = 0.7;                // lr_out: outer learning rate
-  double outer_momentum = 0.9;          // mu: outer momentum
-  bool nesterov = true;                 // Nesterov (PyTorch SGD nesterov=True) vs heavy ball
-  std::string outer_optimizer = "sgd";  // sgd (momentum SGD; paper: Nesterov) | adam (paper's ablation, Table 5)
-  double outer_beta2 = 0.999;           // adam outer only: second-moment decay (beta1 = outer_momentum)
-  double outer_eps = 1e-8;              // adam outer only: epsilon
-  int64_t ddp_warmup_steps = 0;         // DDP steps before local training (post-local SGD; PALSGD's baseline)
-  std::string codec = "fp32";           // pseudo-gradient payload codec (see [codec])
+  int64_t inner_steps = 500;              // H: inner steps between synchronisations (paper 500)
+  double outer_lr = 0.7;                  // lr_out: outer learning rate
+  double outer_momentum = 0.9;            // mu: outer momentum
+  bool nesterov = true;                   // Nesterov (PyTorch SGD nesterov=True) vs heavy ball
+  std::string outer_optimizer = "sgd";    // sgd (momentum SGD; paper: Nesterov) | adam (paper's ablation, Table 5)
+  double outer_beta2 = 0.999;             // adam outer only: second-moment decay (beta1 = outer_momentum)
+  double outer_eps = 1e-8;                // adam outer only: epsilon
+  int64_t ddp_warmup_steps = 0;           // T_w: DDP steps before local training (post-local SGD; PALSGD's baseline),
+                                          // for diloco, sparta_diloco and streaming (palsgd: palsgd.ddp_warmup_steps)
+  std::string warmup_sync = "gradients";  // the warm-up's steps: gradients (averaged, DDP) | none (local steps, each
+                                          // worker's theta_g its own model: the PALSGD authors' DiLoCo baseline)
+  std::string codec = "fp32";             // pseudo-gradient payload codec (see [codec])
   // Robust aggregation of the workers' pseudo-gradients (with [faults]).
   std::string aggregator = "mean";  // mean | median | trimmed_mean (coordinate-wise over contributing workers)
   double trim_fraction = 0.25;      // trimmed_mean: share of workers cut from each end per coordinate

@@ -164,7 +164,10 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("diloco.outer_beta2", c.diloco.outer_beta2, "adam outer optimizer only: second-moment decay"),
       field("diloco.outer_eps", c.diloco.outer_eps, "adam outer optimizer only: epsilon"),
       field("diloco.ddp_warmup_steps", c.diloco.ddp_warmup_steps,
-            "DDP steps before local training starts (post-local SGD)"),
+            "T_w: DDP steps before local training starts (post-local SGD; diloco, sparta_diloco, streaming)"),
+      field("diloco.warmup_sync", c.diloco.warmup_sync,
+            "gradients (the warm-up is DDP) | none (local steps; each worker starts from its own model, as the "
+            "PALSGD authors' DiLoCo baseline)"),
       field("diloco.codec", c.diloco.codec, "pseudo-gradient codec: {codecs}"),
       field("diloco.aggregator", c.diloco.aggregator,
             "mean | median | trimmed_mean: how the workers' pseudo-gradients are combined (robust options gather all)"),

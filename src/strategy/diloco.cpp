@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 
-#include "strategy/baselines.h"
 #include "strategy/flat.h"
 
 namespace atl {
@@ -161,14 +160,6 @@ void OuterSync::apply_outer(const at::Tensor& delta) {
   assign_values(global_, params_);
 }
 
-void OuterSync::reset_global() {
-  at::NoGradGuard no_grad;
-  global_.copy_(flatten_values(params_));
-  momentum_.zero_();
-  if (second_moment_.defined()) second_moment_.zero_();
-  outer_steps_ = 0;
-}
-
 void OuterSync::visit_state(StateVisitor& v) {
   StateVisitor::Scope scope(v, "outer");
   v.tensor("global", global_);  // in place: global_views_ stay views of it
@@ -179,30 +170,21 @@ void OuterSync::visit_state(StateVisitor& v) {
 }
 
 DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
-    : params_(params),
-      comm_(comm),
-      inner_(cfg.optim, params),
+    : inner_(cfg.optim, params),
       outer_(cfg.diloco, cfg, params, comm),
-      grads_(cfg, params, "fp32"),
-      inner_steps_(cfg.diloco.inner_steps),
-      warmup_(cfg.diloco.ddp_warmup_steps) {}
+      warmup_(DdpWarmup::of_diloco(cfg, params, comm, inner_, outer_.global_params())),
+      inner_steps_(cfg.diloco.inner_steps) {}
 
 void DiLoCoStrategy::step(int64_t t, double lr) {
-  if (t < warmup_) {
-    ddp_step(params_, comm_, grads_, inner_, lr);
-    if (t + 1 == warmup_) outer_.reset_global();
-    return;
-  }
+  if (warmup_.step(t, lr)) return;
   if (!outer_.begin_step(t)) inner_.step(lr);  // an absent worker takes no step
   if ((t + 1) % inner_steps_ == 0) outer_.sync(t);
 }
 
-bool DiLoCoStrategy::needs_gradient(int64_t t) const { return t < warmup_ || !outer_.absent(t); }
-
 void DiLoCoStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);
   outer_.visit_state(v);
-  grads_.visit_state(v);
+  warmup_.visit_state(v);
 }
 
 }  // namespace atl

@@ -13,10 +13,10 @@
 // Config: diloco.inner_steps = H (500), diloco.outer_lr = lr_out (0.7),
 // diloco.outer_momentum = mu (0.9), diloco.nesterov (true), diloco.codec
 // (the pseudo-gradient's payload codec), diloco.ddp_warmup_steps (T_w: DDP
-// steps first, post-local SGD as in PALSGD's baseline; rounds are then
-// counted on the global step, syncing after steps t with (t + 1) mod H = 0).
-// Workers, then: theta_i <- theta_g, with theta_g snapshot at the end of the
-// warm-up (DDP keeps replicas bitwise identical, so no average is needed).
+// steps first, post-local SGD as in PALSGD's baseline) and
+// diloco.warmup_sync (gradients | none) for the warm-up of the whole family
+// (strategy/ddp_warmup.h); rounds are counted on the global step, syncing
+// after steps t with (t + 1) mod H = 0.
 // diloco.outer_steps_per_sync = K (1), diloco.charge_extra_syncs (false: the
 // K - 1 zero pseudo-gradients are not sent; true: each is all-reduced as the
 // authors' code does, under ledger tag "pseudo-grad-extra").
@@ -26,7 +26,7 @@
 
 #include "atoll/strategy.h"
 #include "compress/payload.h"
-#include "strategy/baselines.h"
+#include "strategy/ddp_warmup.h"
 #include "strategy/faults.h"
 #include "strategy/inner_optimizer.h"
 
@@ -71,8 +71,6 @@ class OuterSync {
   std::vector<StrategyEvent> take_events();
   // Whether this worker is away at step t (faults.absent).
   bool absent(int64_t t) const { return faults_.absent(comm_.rank(), t); }
-  // theta_g <- the worker's current parameters (after a DDP warm-up).
-  void reset_global();
   const std::vector<at::Tensor>* global_params() const { return &global_views_; }
   void visit_state(StateVisitor& v);
   // FLOPs of the outer steps since the last call (Strategy::take_extra_flops).
@@ -108,19 +106,17 @@ class DiLoCoStrategy : public Strategy {
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }
-  bool needs_gradient(int64_t t) const override;
+  bool needs_gradient(int64_t t) const override { return warmup_.covers(t) || !outer_.absent(t); }
   std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
   double take_extra_flops() override { return outer_.take_extra_flops(); }
-  int64_t next_sync_step(int64_t t) const override { return next_round_end(t, warmup_, inner_steps_); }
-  int64_t local_start_step() const override { return warmup_; }
+  int64_t next_sync_step(int64_t t) const override { return next_round_end(t, warmup_.steps(), inner_steps_); }
+  int64_t local_start_step() const override { return warmup_.steps(); }
 
  private:
-  std::vector<at::Tensor> params_;
-  Communicator& comm_;
   InnerOptimizer inner_;
   OuterSync outer_;
-  GradientAverager grads_;  // DDP warm-up: uncompressed gradients, [ddp] overlap
-  int64_t inner_steps_, warmup_;
+  DdpWarmup warmup_;
+  int64_t inner_steps_;
 };
 
 }  // namespace atl

@@ -9,6 +9,7 @@ namespace atl {
 void validate_diloco(const Config& c, std::vector<std::string>& errors) {
   Problems p(errors);
   p.need(c.diloco.ddp_warmup_steps >= 0, "diloco.ddp_warmup_steps must be >= 0");
+  p.enum_check("diloco.warmup_sync", c.diloco.warmup_sync, {"gradients", "none"});
   p.need(c.diloco.inner_steps >= 1, "diloco.inner_steps (H) must be >= 1");
   p.need(c.diloco.outer_lr > 0, "diloco.outer_lr must be > 0");
   p.need(one_of(c.diloco.outer_optimizer, {"sgd", "adam"}),

@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include "strategy/baselines.h"
 #include "util/rng.h"
 
 namespace atl {
@@ -26,7 +25,6 @@ DiLoCoConfig outer_config(const PalsgdConfig& p, const DiLoCoConfig& robust) {
 
 PalsgdStrategy::PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
     : params_(params),
-      comm_(comm),
       cfg_(cfg.palsgd),
       // private: (run seed, worker), each worker flips its own coins; shared:
       // (run seed) alone, as the authors seed every rank's NumPy alike, so all
@@ -35,20 +33,17 @@ PalsgdStrategy::PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params
                           cfg.palsgd.coins == "shared" ? 0 : static_cast<uint64_t>(comm.rank()) + 1, 0x9a15)),
       inner_(cfg.optim, params),
       outer_(outer_config(cfg.palsgd, cfg.diloco), cfg, params, comm),
-      grads_(cfg, params, "fp32") {}
+      warmup_(cfg, cfg.palsgd.ddp_warmup_steps, /*average_gradients=*/true, params, comm, inner_,
+              outer_.global_params()) {}
 
 bool PalsgdStrategy::pseudo_sync(int64_t t) const {
-  if (t < cfg_.ddp_warmup_steps || cfg_.p <= 0) return false;
+  if (warmup_.covers(t) || cfg_.p <= 0) return false;
   uint64_t state = mix_seed(coin_seed_, static_cast<uint64_t>(t));
   return uniform01(state) < cfg_.p;
 }
 
 void PalsgdStrategy::step(int64_t t, double lr) {
-  if (t < cfg_.ddp_warmup_steps) {
-    ddp_step(params_, comm_, grads_, inner_, lr);
-    if (t + 1 == cfg_.ddp_warmup_steps) outer_.reset_global();
-    return;
-  }
+  if (warmup_.step(t, lr)) return;
   if (outer_.begin_step(t)) {
     // Away (faults.absent): no step of either kind, only the syncs.
   } else if (pseudo_sync(t)) {
@@ -74,7 +69,7 @@ std::map<std::string, double> PalsgdStrategy::stats() const {
 void PalsgdStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);
   outer_.visit_state(v);
-  grads_.visit_state(v);
+  warmup_.visit_state(v);
   v.integer("pseudo_steps", pseudo_steps_);
   v.integer("local_steps", local_steps_);
 }

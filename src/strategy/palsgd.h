@@ -1,8 +1,9 @@
 // PALSGD: Pseudo-Asynchronous Local SGD (Naganuma et al., TMLR 2025,
 // arXiv 2504.18454); ALGORITHMS.md 5.
 //
-//   t < T_w:  DDP (gradient all-reduce every step); then theta_bar <- theta_i
-//             (DDP keeps the replicas bitwise identical, so no average is needed)
+//   t < T_w:  DDP (gradient all-reduce every step), theta_bar following theta_i
+//             (DDP keeps the replicas bitwise identical, so no average is
+//             needed; strategy/ddp_warmup.h, shared with the DiLoCo family)
 //   t >= T_w, each worker on its coin flip (seed, worker, step); with
 //   palsgd.coins = shared on (seed, step), the same for every worker:
 //     with probability p, a pseudo-synchronisation step (no batch, no
@@ -22,6 +23,7 @@
 
 #include "atoll/strategy.h"
 #include "compress/payload.h"
+#include "strategy/ddp_warmup.h"
 #include "strategy/diloco.h"
 #include "strategy/inner_optimizer.h"
 
@@ -34,9 +36,7 @@ class PalsgdStrategy : public Strategy {
  public:
   PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
   // No gradient on a pseudo-synchronisation step, nor while away (faults.absent).
-  bool needs_gradient(int64_t t) const override {
-    return !pseudo_sync(t) && !(t >= cfg_.ddp_warmup_steps && outer_.absent(t));
-  }
+  bool needs_gradient(int64_t t) const override { return !pseudo_sync(t) && (warmup_.covers(t) || !outer_.absent(t)); }
   std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
   double take_extra_flops() override { return outer_.take_extra_flops(); }
   void step(int64_t t, double lr) override;
@@ -52,12 +52,11 @@ class PalsgdStrategy : public Strategy {
   bool pseudo_sync(int64_t t) const;
 
   std::vector<at::Tensor> params_;
-  Communicator& comm_;
   PalsgdConfig cfg_;
   uint64_t coin_seed_;
   InnerOptimizer inner_;
   OuterSync outer_;
-  GradientAverager grads_;  // DDP warm-up: uncompressed gradients, [ddp] overlap
+  DdpWarmup warmup_;  // always averages gradients: the authors' PALSGD warms up with DDP
   int64_t pseudo_steps_ = 0, local_steps_ = 0;
 };
 

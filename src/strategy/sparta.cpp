@@ -295,9 +295,11 @@ SpartaDiLoCoStrategy::SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Te
     : inner_(cfg.optim, params),
       sparse_(cfg, params, comm),
       outer_(cfg.diloco, cfg, params, comm),
+      warmup_(DdpWarmup::of_diloco(cfg, params, comm, inner_, outer_.global_params())),
       inner_steps_(cfg.diloco.inner_steps) {}
 
 void SpartaDiLoCoStrategy::step(int64_t t, double lr) {
+  if (warmup_.step(t, lr)) return;
   inner_.step(lr);
   sparse_.after_step(t);
   if ((t + 1) % inner_steps_ == 0) outer_.sync(t);
@@ -312,6 +314,7 @@ void SpartaDiLoCoStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);
   sparse_.visit_state(v);
   outer_.visit_state(v);
+  warmup_.visit_state(v);
 }
 
 }  // namespace atl

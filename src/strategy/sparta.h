@@ -8,7 +8,9 @@
 //     at step t + d: theta_i[M] <- v       // "overwrite" (reference), or += v - v_i ("delta")
 //
 // SPARTA + DiLoCo adds DiLoCo's outer step every H steps, after the sparse
-// exchange of that step (gym's order: inner -> sparse -> outer).
+// exchange of that step (gym's order: inner -> sparse -> outer), and
+// DiLoCo's DDP warm-up (diloco.ddp_warmup_steps, strategy/ddp_warmup.h):
+// neither the sparse exchanges nor the outer steps start before it ends.
 //
 // Config: sparta.p (0.005), selector, interval k (1), delay d (0), apply,
 // fault_rate (0), p_schedule, p_min_factor (0.1); strategy.topology;
@@ -22,6 +24,7 @@
 
 #include "atoll/strategy.h"
 #include "compress/payload.h"
+#include "strategy/ddp_warmup.h"
 #include "strategy/diloco.h"
 #include "strategy/inner_optimizer.h"
 #include "strategy/topology.h"
@@ -130,12 +133,14 @@ class SpartaDiLoCoStrategy : public Strategy {
   std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }
   double take_extra_flops() override { return outer_.take_extra_flops(); }
   // The outer syncs; SPARTA's sparse exchanges every step only nudge the workers.
-  int64_t next_sync_step(int64_t t) const override { return next_round_end(t, 0, inner_steps_); }
+  int64_t next_sync_step(int64_t t) const override { return next_round_end(t, warmup_.steps(), inner_steps_); }
+  int64_t local_start_step() const override { return warmup_.steps(); }
 
  private:
   InnerOptimizer inner_;
   SparseAverager sparse_;
   OuterSync outer_;
+  DdpWarmup warmup_;  // before any sparse exchange or outer step
   int64_t inner_steps_;
 };
 

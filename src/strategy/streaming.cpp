@@ -53,9 +53,26 @@ std::vector<int64_t> assign_fragments(const std::vector<std::string>& names, int
   return out;
 }
 
+namespace {
+
+// theta_g's starting values: a copy of each parameter.
+std::vector<at::Tensor> copies_of(const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : params) out.push_back(p.detach().clone());
+  return out;
+}
+
+}  // namespace
+
 StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
                                                  const std::vector<std::string>& names)
-    : params_(params), comm_(comm), inner_(cfg.optim, params), outer_(cfg.diloco), cfg_(cfg.streaming) {
+    : params_(params),
+      comm_(comm),
+      inner_(cfg.optim, params),
+      outer_(cfg.diloco),
+      cfg_(cfg.streaming),
+      global_(copies_of(params)),
+      warmup_(DdpWarmup::of_diloco(cfg, params, comm, inner_, &global_)) {
   at::NoGradGuard no_grad;
   int64_t count = 0;
   const auto which =
@@ -68,8 +85,7 @@ StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<
   for (int64_t p = 0; p < count; ++p) fragments_[size_t(p)].offset = (p + 1) * (h / count) - 1;
   for (size_t k = 0; k < params_.size(); ++k) {
     fragments_[size_t(which[k])].members.push_back(k);
-    global_.push_back(params_[k].detach().clone());
-    momentum_.push_back(at::zeros_like(global_.back()));
+    momentum_.push_back(at::zeros_like(global_[k]));
   }
   for (auto& f : fragments_) {
     std::vector<int64_t> tensors;  // the fragment's payload concatenates its members (prepare())
@@ -79,6 +95,7 @@ StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<
 }
 
 void StreamingDiLoCoStrategy::step(int64_t t, double lr) {
+  if (warmup_.step(t, lr)) return;
   inner_.step(lr);
   const int64_t h = outer_.inner_steps;
   for (size_t p = 0; p < fragments_.size(); ++p) {
@@ -94,8 +111,11 @@ void StreamingDiLoCoStrategy::step(int64_t t, double lr) {
 int64_t StreamingDiLoCoStrategy::next_sync_step(int64_t t) const {
   const int64_t h = outer_.inner_steps;
   int64_t next = -1;
+  // A fragment's sync needs its prepare (overlap steps earlier) after the
+  // warm-up: step() skips one whose prepare falls inside it.
+  const int64_t first = warmup_.steps() + cfg_.overlap;
   for (const auto& f : fragments_) {
-    const int64_t from = std::max(t, f.offset);
+    const int64_t from = std::max({t, f.offset, first});
     const int64_t u = f.offset + (from - f.offset + h - 1) / h * h;  // first u >= from with (u - o_p) mod H = 0
     if (next < 0 || u < next) next = u;
   }
@@ -141,6 +161,7 @@ void StreamingDiLoCoStrategy::visit_state(StateVisitor& v) {
   inner_.visit_state(v);
   v.tensors("global", global_);
   v.tensors("momentum", momentum_);
+  warmup_.visit_state(v);
   for (size_t i = 0; i < fragments_.size(); ++i) {
     Fragment& f = fragments_[i];
     StateVisitor::Scope scope(v, "fragment." + std::to_string(i));

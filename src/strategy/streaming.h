@@ -15,9 +15,14 @@
 //
 // The all-reduce is non-blocking: the tau inner steps in between hide its
 // time on the virtual clock. Config: streaming.fragment_blocks (3), pattern
-// (strided), overlap tau (1), alpha (0.5), codec (fp4); H, lr_out, mu and
-// Nesterov from [diloco]. With F = 1, tau = 0, alpha = 0 and codec fp32 it
-// is DiLoCo.
+// (strided), overlap tau (1), alpha (0.5), codec (fp4); H, lr_out, mu,
+// Nesterov and the DDP warm-up (ddp_warmup_steps T_w, warmup_sync;
+// strategy/ddp_warmup.h) from [diloco]. The schedule above is on the global
+// step t whatever T_w: no fragment prepares before T_w, and a fragment whose
+// prepare would have fallen inside the warm-up skips that perform, so every
+// fragment syncs at the steps it would without a warm-up (none is skipped
+// when T_w is a multiple of H, as tau < H/F). With F = 1, tau = 0, alpha = 0
+// and codec fp32 it is DiLoCo.
 #pragma once
 
 #include <memory>
@@ -26,6 +31,7 @@
 
 #include "atoll/strategy.h"
 #include "compress/payload.h"
+#include "strategy/ddp_warmup.h"
 #include "strategy/inner_optimizer.h"
 
 namespace atl {
@@ -53,6 +59,7 @@ class StreamingDiLoCoStrategy : public Strategy {
   std::map<std::string, double> stats() const override;
   // The next fragment's merge ("perform"): one fragment syncs every H / F steps.
   int64_t next_sync_step(int64_t t) const override;
+  int64_t local_start_step() const override { return warmup_.steps(); }
   double take_extra_flops() override {
     const double f = extra_flops_;
     extra_flops_ = 0;
@@ -78,6 +85,7 @@ class StreamingDiLoCoStrategy : public Strategy {
   StreamingConfig cfg_;
   std::vector<at::Tensor> global_;    // theta_g per parameter
   std::vector<at::Tensor> momentum_;  // buf per parameter
+  DdpWarmup warmup_;                  // before any fragment's sync
   std::vector<Fragment> fragments_;
   double extra_flops_ = 0;  // outer-step work not yet taken by the clock
 };

@@ -70,8 +70,9 @@ std::string strategy_choices() { return join_choices(names_with(0)); }
 
 int64_t method_warmup_steps(const Config& cfg) {
   const Method* m = find_method(cfg.strategy.name);
+  if (m == nullptr || m->warmup_key == nullptr) return 0;
   Config copy = cfg;
-  const FieldRef f = field_named(copy, m && m->warmup_key ? m->warmup_key : "diloco.ddp_warmup_steps");
+  const FieldRef f = field_named(copy, m->warmup_key);
   if (!f.i) throw std::logic_error("strategy table: " + f.name + " is not an integer");
   return *f.i;
 }

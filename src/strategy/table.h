@@ -32,7 +32,7 @@ struct Method {
   const char* name;                     // strategy.name
   unsigned traits;                      // MethodTrait bits
   std::vector<std::string> codec_keys;  // config keys naming a payload codec it uses ("diloco.codec")
-  const char* warmup_key;               // its DDP warm-up steps' key; nullptr: diloco.ddp_warmup_steps
+  const char* warmup_key;               // its DDP warm-up steps' key; nullptr: it has no warm-up
   ValidateFn validate;                  // its own rules; nullptr if it has none beyond the shared checks
 };
 
@@ -48,8 +48,8 @@ std::string strategy_choices();
 // [faults] and robust aggregation apply to.
 void validate_strategy(const Config& cfg, std::vector<std::string>& errors);
 // The DDP warm-up steps, which every worker takes part in, that fault windows
-// must start after: the chosen method's warmup_key (diloco.ddp_warmup_steps
-// for a method without one).
+// must start after: the value of the chosen method's warmup_key, 0 for a
+// method without one (or an unknown method).
 int64_t method_warmup_steps(const Config& cfg);
 
 }  // namespace atl
