@@ -58,17 +58,17 @@ TEST(RunData, ReadsTheSeriesAndFiguresOfAFinishedRun) {
   EXPECT_DOUBLE_EQ(d.eval_loss.back(), d.final_val_loss);
   EXPECT_GT(d.eval_bytes.back(), d.eval_bytes.front());
   EXPECT_DOUBLE_EQ(d.bytes_sent_total, 2 * d.bytes_sent_per_worker);  // both workers send the same
-  EXPECT_EQ(d.corr_step, (std::vector<double>{2, 4, 6, 8}));
+  // A method that syncs is measured just before each sync (steps 3 and 7
+  // for H = 4), where the workers are furthest apart, not at multiples of
+  // correlation_every, where right after a sync they trivially agree.
+  EXPECT_EQ(d.corr_step, (std::vector<double>{3, 7}));
   EXPECT_TRUE(d.has_correlation);
-  // Worker agreement at the same steps and at the end.
-  EXPECT_EQ(d.update_corr.size(), 4u);
-  EXPECT_EQ(d.disagreement.size(), 4u);
+  EXPECT_EQ(d.update_corr.size(), 2u);
+  EXPECT_EQ(d.disagreement.size(), 2u);
   EXPECT_EQ(d.final_update_correlation, d.update_corr.back());
   EXPECT_EQ(d.final_disagreement, d.disagreement.back());
-  // DiLoCo (H = 4): apart between syncs, one model right after them.
   EXPECT_GT(d.disagreement[0], 0);
-  EXPECT_EQ(d.disagreement[1], 0);
-  EXPECT_EQ(d.final_disagreement, 0);
+  EXPECT_GT(d.final_disagreement, 0);
   EXPECT_GT(d.final_val_loss_se, 0);
   EXPECT_EQ(d.config.at("strategy.name"), "\"diloco\"");
   EXPECT_EQ(d.config.count("run.name"), 0u);  // bookkeeping keys are left out
