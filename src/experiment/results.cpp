@@ -103,7 +103,7 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
       if (&g != &base) {
         const MeanInterval d = paired_loss_difference(g, base);
         versus = format_paired_difference(d, base_loss, "±");
-        if (d.has_interval()) versus += " " + verdicts[size_t(&g - groups.data())];
+        if (d.has_interval()) versus += " (" + verdicts[size_t(&g - groups.data())] + ")";
       }
       o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << workers_label(r) << " | " << r.steps
         << " | " << format_mean_interval(f.loss, 4) << " | " << format_mean_interval(f.ppl, 3) << " | " << versus
