@@ -168,7 +168,7 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
   if (checked)
     o << " (" << held << " of " << checked << " checks hold, " << failed << " fail, " << equivalent << " equivalent, "
       << checked - held - failed - equivalent << " inconclusive"
-      << (spec.seeds < 2 ? "; one seed per run gives no interval" : "") << ")";
+      << (spec.seeds < 2 && !spec.runs.empty() ? "; one seed per run gives no interval" : "") << ")";
   o << "\n\n";
   if (!spec.discussion.empty()) o << spec.discussion << "\n\n";
   s.body = o.str();
