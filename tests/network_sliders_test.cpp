@@ -109,7 +109,7 @@ TEST(NetworkSliders, ThePageEmbedsEveryRunRetimedAtEveryGridPoint) {
   const auto groups = group_by_seed(runs);
   const GroupFigures f = group_figures(groups[0], net["target"].get<double>());
   EXPECT_NE(html.find("data-whatif=\"ttt\" data-setting=\"0\" data-value=\"" +
-                      format_double_exact(f.time_to_target.mean) + "\""),
+                      format_double_exact(f.to_target.seconds.mean) + "\""),
             std::string::npos);
   EXPECT_NE(html.find("data-whatif=\"total\" data-setting=\"1\""), std::string::npos);
   EXPECT_NE(html.find("data-whatif=\"util\" data-setting=\"1\""), std::string::npos);

@@ -5,10 +5,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "atoll/report.h"
 #include "atoll/train.h"
+#include "report/figure_text.h"
 #include "report/groups.h"
+#include "report/target_time.h"
 #include "test_util.h"
 #include "tiny_data.h"
 #include "util/format.h"
@@ -176,8 +179,8 @@ TEST(CompareTable, SeedsOfASettingAreOneRowWithTheirMeanAndInterval) {
             std::string::npos)
       << table;
   const MeanInterval diff = mean_interval({l1 - d1, l2 - d2});
-  EXPECT_NE(table.find(format_number("%+.4f", diff.mean) + format_number(" ± %.4f", diff.half_width) + " (" +
-                       difference_verdict(diff) + ")"),
+  EXPECT_NE(table.find(format_number("%+.4f", diff.mean) + format_number(" ± %.4f", diff.half_width) +
+                       " (n=2 pairs) (" + (paired_t_p_value(diff) <= 0.05 ? "significant" : "inconclusive") + ")"),
             std::string::npos)
       << table;
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2 + 2 + 2);  // header, rule, 2 rows, note
@@ -193,6 +196,25 @@ TEST(HtmlReport, AnExplicitBaselineAndTargetLossAreUsed) {
   EXPECT_NE(html.find("time to loss 99.000"), std::string::npos);
   o.baseline = "nope";
   EXPECT_THROW(html_report({ddp, diloco}, o), std::invalid_argument);
+}
+
+TEST(HtmlReport, ATargetNoRunReachesShowsEachRunsEndAsALowerBound) {
+  const RunData ddp = load_run(runs().ddp), diloco = load_run(runs().diloco);
+  ReportOptions o;
+  o.target_loss = 1e-9;  // below any loss
+  const std::string html = html_report({ddp, diloco}, o);
+  EXPECT_EQ(html.find(">never<"), std::string::npos);
+  EXPECT_NE(html.find("&ge; " + seconds_text(ddp.sim_seconds) + " (0 of 1 reached)"), std::string::npos);
+}
+
+TEST(CompareTable, ATimeToLossColumnCensorsARunThatNeverReachesItAtItsEnd) {
+  const RunData ddp = load_run(runs().ddp);
+  const std::string none = compare_runs({runs().ddp, runs().diloco}, 1e-9);
+  EXPECT_NE(none.find(" time to loss "), std::string::npos) << none;
+  EXPECT_NE(none.find("| ≥ " + seconds_text(ddp.sim_seconds) + " (0 of 1 reached) |"), std::string::npos) << none;
+  const std::string all = compare_runs({runs().ddp, runs().diloco}, 99);
+  EXPECT_EQ(all.find("| ≥ "), std::string::npos) << all;  // every run reaches 99 at its first evaluation
+  EXPECT_EQ(compare_runs({runs().ddp}).find("time to loss"), std::string::npos);
 }
 
 TEST(HtmlReport, WritingReplacesTheFileWholeAndABadFolderLeavesItAlone) {
@@ -235,7 +257,7 @@ TEST(SeedGroups, RunsDifferingOnlyInTheirSeedAreOneSettingNamedByTheirStem) {
   EXPECT_EQ(d.n, 2);
   EXPECT_NEAR(d.mean, -0.1, 1e-12);
   EXPECT_NEAR(d.half_width, 0, 1e-12);
-  EXPECT_EQ(difference_verdict(d), "significant");
+  EXPECT_EQ(versus_verdicts(groups, groups[0])[1], "significant");
   const GroupFigures f = group_figures(groups[0], 0);
   EXPECT_DOUBLE_EQ(f.loss.mean, 2.1);
   EXPECT_NEAR(f.loss.half_width, student_t_quantile(0.95, 1) * std::sqrt(0.02) / std::sqrt(2.0), 1e-12);
@@ -248,10 +270,71 @@ TEST(SeedGroups, OneSeedHasNoIntervalAndADifferenceAcrossZeroIsInconclusive) {
   const std::vector<RunData> runs = {seeded_run("a_s1", "ddp", 1, 2.0), seeded_run("b_s1", "diloco", 1, 1.9),
                                      seeded_run("a_s2", "ddp", 2, 2.0), seeded_run("b_s2", "diloco", 2, 2.1)};
   const auto groups = group_by_seed(runs);
-  EXPECT_EQ(difference_verdict(paired_loss_difference(groups[1], groups[0])), "inconclusive");
+  EXPECT_EQ(versus_verdicts(groups, groups[0])[1], "inconclusive");
   const std::vector<RunData> single = {seeded_run("a", "ddp", 1, 2.0), seeded_run("b", "diloco", 1, 1.9)};
   const auto one = group_by_seed(single);
-  EXPECT_EQ(difference_verdict(paired_loss_difference(one[1], one[0])), "one seed");
+  EXPECT_EQ(versus_verdicts(one, one[0])[1], "one seed");
+}
+
+TEST(SeedGroups, SeveralSettingsAgainstOneBaselineAreHolmAdjustedAndTheNoteSaysTheIntervalsAreNot) {
+  // Three settings each 0.7 / 1.0 / 1.3 above the baseline in seeds 1..3:
+  // each interval excludes 0 (p = 0.029 alone), but none is within 0.05 / 3.
+  std::vector<RunData> runs;
+  for (int seed = 1; seed <= 3; ++seed) runs.push_back(seeded_run("base_s" + std::to_string(seed), "ddp", seed, 2.0));
+  for (const char* name : {"x", "y", "z"})
+    for (int seed = 1; seed <= 3; ++seed)
+      runs.push_back(seeded_run(std::string(name) + "_s" + std::to_string(seed), name, seed, 2.4 + 0.3 * seed));
+  const auto groups = group_by_seed(runs);
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_GT(paired_loss_difference(groups[1], groups[0]).low(), 0);  // unadjusted: excludes 0
+  EXPECT_EQ(versus_verdicts(groups, groups[0]),
+            (std::vector<std::string>{"", "inconclusive", "inconclusive", "inconclusive"}));
+  const std::string note = holm_note(groups, groups[0]);
+  EXPECT_NE(note.find("Holm-adjusted over the 3 settings"), std::string::npos) << note;
+  EXPECT_NE(note.find("unadjusted 95% intervals"), std::string::npos) << note;
+  // One setting against the baseline: no family, no adjustment, no note.
+  const std::vector<RunGroup> pair = {groups[0], groups[1]};
+  EXPECT_EQ(versus_verdicts(pair, pair[0])[1], "significant");
+  EXPECT_EQ(holm_note(pair, pair[0]), "");
+}
+
+TEST(SeedGroups, APairedDifferenceSaysItsPairsAndANonFiniteOneSaysItDiverged) {
+  EXPECT_EQ(format_paired_difference(mean_interval({0.1, 0.1, 0.1}), 2.0, "±"), "+0.1000 (n=3 pairs)");
+  EXPECT_EQ(format_paired_difference(mean_interval({0.1}), 2.0, "±"), "+0.1000 (+5.00%, n=1 pair)");
+  const std::string noisy = format_paired_difference(mean_interval({0.1, 0.1 + 1e-14, 0.1 - 1e-14}), 2.0, "±");
+  EXPECT_EQ(noisy, "+0.1000 (n=3 pairs)");  // no "± 0.0000", no "± 2e-14"
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(format_paired_difference(mean_interval({0.1, nan}), 2.0, "±"), "not finite (diverged)");
+}
+
+RunData timed_run(const std::string& name, int seed, std::vector<double> eval_loss, double end) {
+  RunData r = seeded_run(name, "diloco", seed, eval_loss.back());
+  r.eval_loss = eval_loss;
+  for (size_t i = 0; i < eval_loss.size(); ++i) {
+    r.eval_step.push_back(10.0 * double(i));
+    r.eval_time.push_back(end * double(i) / double(eval_loss.size() - 1));
+  }
+  r.sim_seconds = end;
+  return r;
+}
+
+TEST(TargetTime, ARunThatNeverReachesTheTargetIsCensoredAtItsEndNotDropped) {
+  const RunData fast = timed_run("d_s1", 1, {3.0, 2.0, 1.0}, 20.0);  // reaches 1.5 at 20 s
+  const RunData slow = timed_run("d_s2", 2, {3.0, 2.5, 2.0}, 40.0);  // never: its end, 40 s
+  EXPECT_TRUE(target_time(fast, 1.5).reached);
+  EXPECT_DOUBLE_EQ(target_time(fast, 1.5).seconds, 20.0);
+  EXPECT_FALSE(target_time(slow, 1.5).reached);
+  EXPECT_DOUBLE_EQ(target_time(slow, 1.5).seconds, 40.0);
+  const std::vector<RunData> runs = {fast, slow};
+  const GroupFigures f = group_figures(group_by_seed(runs).front(), 1.5);
+  EXPECT_EQ(f.to_target.reached, 1);
+  EXPECT_EQ(f.to_target.runs, 2);
+  EXPECT_DOUBLE_EQ(f.to_target.seconds.mean, 30.0);  // dropping the miss would say 20 s
+  EXPECT_EQ(target_times_text(f.to_target), "≥ 30.0 s (1 of 2 reached)");
+  EXPECT_EQ(target_times_text(f.to_target, "&plusmn;", "&ge;"), "&ge; 30.0 s (1 of 2 reached)");
+  const GroupFigures easy = group_figures(group_by_seed(runs).front(), 2.5);  // both reach it
+  EXPECT_EQ(easy.to_target.reached, 2);
+  EXPECT_EQ(target_times_text(easy.to_target).find("reached"), std::string::npos);
 }
 
 }  // namespace

@@ -56,5 +56,33 @@ TEST(IntervalSign, InfiniteDifferencesDecideOnlyWhenEverySeedAgrees) {
   EXPECT_EQ(interval_sign({-inf}), Sign::Unknown);
 }
 
+TEST(PairedT, PValueIsTheTwoSidedStudentTTailSoItIsBelow5PercentExactlyWhenTheIntervalExcludes0) {
+  const MeanInterval d = mean_interval({0.7, 1.0, 1.3});
+  // t = 1 / (0.3 / sqrt(3)) with 2 degrees of freedom, whose two-sided tail
+  // has the closed form 1 - t / sqrt(t^2 + 2).
+  const double t = 1 / (0.3 / std::sqrt(3.0));
+  EXPECT_NEAR(paired_t_p_value(d), 1 - t / std::sqrt(t * t + 2), 1e-12);
+  EXPECT_LT(paired_t_p_value(d), 0.05);
+  EXPECT_GT(d.low(), 0);
+  const MeanInterval across = mean_interval({-0.3, 0.2, -0.25});
+  EXPECT_GT(paired_t_p_value(across), 0.05);
+  EXPECT_LT(across.low(), 0);
+  EXPECT_GT(across.high(), 0);
+  EXPECT_EQ(paired_t_p_value(mean_interval({0.5, 0.5})), 0);  // the same difference every time
+  EXPECT_EQ(paired_t_p_value(mean_interval({0.0, 0.0})), 1);
+  EXPECT_TRUE(std::isnan(paired_t_p_value(mean_interval({1.0}))));
+}
+
+TEST(Holm, RejectsInOrderOfPWhileEachIsWithinAlphaOverTheHypothesesLeft) {
+  // Sorted: 0.01 <= 0.05/4, 0.012 <= 0.05/3, 0.03 > 0.05/2 stops it.
+  EXPECT_EQ(holm_rejected({0.01, 0.04, 0.012, 0.03}), (std::vector<bool>{true, false, true, false}));
+  // Three p = 0.0287 (each significant alone) are none of them within 0.05/3.
+  EXPECT_EQ(holm_rejected({0.0287, 0.0287, 0.0287}), (std::vector<bool>{false, false, false}));
+  EXPECT_EQ(holm_rejected({0.0287}), (std::vector<bool>{true}));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(holm_rejected({nan, 0.001}), (std::vector<bool>{false, true}));
+  EXPECT_TRUE(holm_rejected({}).empty());
+}
+
 }  // namespace
 }  // namespace atl

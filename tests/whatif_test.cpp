@@ -84,16 +84,23 @@ TEST(Whatif, TheCrossoverOfAHandMadePairEqualsTheClosedForm) {
   EXPECT_NE(md.find("diloco reaches 1 before ddp below 64 Mbit/s"), std::string::npos) << md;
 }
 
-TEST(Whatif, ASettingThatNeverReachesTheTargetHasNoTimeAndNoCrossover) {
+TEST(Whatif, ASettingThatNeverReachesTheTargetIsCensoredAtItsEndAndHasNoCrossover) {
   testing::TempDir tmp;
   hand_made_run(tmp.path("ddp"), "ddp", 10, 1, {{5, 1.5}, {10, 1.0}});
   hand_made_run(tmp.path("diloco"), "diloco", 20, 10, {{10, 1.4}, {20, 1.2}});
   WhatifOptions o;
   o.target_loss = 1.1;
   const WhatifResult r = run_whatif({tmp.path("ddp"), tmp.path("diloco")}, o);
-  for (double t : r.settings[1].time_to_target) EXPECT_TRUE(std::isnan(t));
+  // Not dropped: its time is its whole run, a lower bound (target_time.h).
+  EXPECT_EQ(r.settings[1].reached, 0);
+  EXPECT_EQ(r.settings[1].seeds, 1);
+  for (size_t i = 0; i < r.bandwidths.size(); ++i)
+    EXPECT_DOUBLE_EQ(r.settings[1].time_to_target[i], r.settings[1].total_time[i]);
   EXPECT_TRUE(r.crossovers.empty());
-  EXPECT_NE(whatif_markdown(r).find("not reached"), std::string::npos);
+  const std::string md = whatif_markdown(r);
+  EXPECT_NE(md.find("(0 of 1 reached)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ≥ "), std::string::npos) << md;
+  EXPECT_NE(md.find("- diloco: no crossover can be placed"), std::string::npos) << md;
 }
 
 TEST(Whatif, AProjectionChargesTheBiggerModelsPayloadsAndComputeToTheSameSteps) {

@@ -31,6 +31,11 @@ void print_target(const atl::TargetLoss& t) {
 ExperimentCommands::ExperimentCommands(CLI::App& app) {
   compare_ = app.add_subcommand("compare", "compare finished run folders in a Markdown table");
   compare_->add_option("runs", compare_dirs_, "run folders; ratios are against the first")->required();
+  compare_
+      ->add_option("--target-loss", compare_target_loss_,
+                   "add a time-to-loss column for this eval loss (> 0; a seed that never reaches it counts as its "
+                   "run's end, a lower bound: \"≥ T (k of K reached)\"); 0 = no column")
+      ->check(CLI::NonNegativeNumber);
 
   sweep_ = app.add_subcommand(
       "sweep",
@@ -93,7 +98,7 @@ bool ExperimentCommands::run(int& exit_code) {
     return true;
   }
   if (compare_->parsed()) {
-    std::cout << atl::compare_runs(compare_dirs_);
+    std::cout << atl::compare_runs(compare_dirs_, compare_target_loss_);
     return true;
   }
   return false;

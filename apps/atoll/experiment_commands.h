@@ -23,6 +23,7 @@ class ExperimentCommands {
 
   CLI::App* compare_ = nullptr;
   std::vector<std::string> compare_dirs_;
+  double compare_target_loss_ = 0;  // --target-loss: the time-to-loss column's loss; 0 = none
 
   CLI::App* sweep_ = nullptr;
   atl::SweepOptions sweep_opts_;

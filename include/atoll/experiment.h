@@ -22,10 +22,17 @@
 //   effect = 0.01                     # the smallest difference the claims test
 //                                     # for, in their own units (RESULTS.md says
 //                                     # whether the intervals resolve it)
+//   discussion = "..."               # what was measured and how to read it
+//                                     # (RESULTS.md); never a verdict: the
+//                                     # checks give that (a test holds it to it)
 //   [[sweep.claim]]
 //   text = "DiLoCo H = 20 within 2% of DDP"
 //   check = "loss(diloco_h20) <= 1.02 * loss(ddp)"
-//   discussion = "..."               # what the measured numbers mean (RESULTS.md)
+//   effect = 0.01                     # optional: this check's own effect
+//   holds = "..."                     # optional: what RESULTS.md says when the
+//   fails = "..."                     # check has that outcome; the page prints
+//   equivalent = "..."                # only the computed one (so prose never
+//   inconclusive = "..."              # contradicts the verdict)
 #pragma once
 
 #include <cstdint>
@@ -48,6 +55,9 @@ struct SweepClaim {
   std::string text;   // the claim in words
   std::string check;  // an expression over run metrics (see evaluate_claim)
   double effect = 0;  // the smallest difference it tests for (0 = the sweep's effect)
+  // What the page says under the check for each outcome ("" = nothing);
+  // only the computed outcome's text is printed.
+  std::string holds, fails, equivalent, inconclusive;
 };
 
 struct SweepSpec {
@@ -63,7 +73,7 @@ struct SweepSpec {
   int64_t seeds = 1;       // K: each run repeated with K seeds (ALGORITHMS.md 9 asks K >= 3 for a verdict)
   double effect = 0;       // the smallest difference the claims test for (0 = not stated)
   std::vector<SweepClaim> claims;
-  std::string discussion;  // verbatim into RESULTS.md under the verdict
+  std::string discussion;  // verbatim into RESULTS.md under the verdict; free of verdicts
   std::string command;     // how the sweep was asked for (RESULTS.md), set by load_sweep
 };
 
@@ -115,30 +125,48 @@ struct SweepInterrupted : std::runtime_error {
 std::string finished_run_difference(const SweepSpec& spec, const SweepRun& run, const std::string& dir);
 
 // Final metrics of a finished run, by the names claims use.
+// ttt is the simulated time to the sweep's target_loss (-1 without one); a
+// run that never reached it is censored at its end (ttt = its simulated
+// time, reached = false; report/target_time.h).
 struct RunMetrics {
   double loss = 0, ppl = 0, bytes = 0, time = 0, corr = 1, util = 1, ttt = -1;
   // The summary's final worker agreement (ALGORITHMS.md 9; for methods with
   // outer syncs, the last measurement before a sync). NaN: not measured.
   double update_correlation = std::numeric_limits<double>::quiet_NaN();
   double disagreement = std::numeric_limits<double>::quiet_NaN();
-  int64_t seed = 0;  // run.seed: claims pair settings by it
+  bool reached = true;  // ttt is the time the target was reached, not a lower bound
+  int64_t seed = 0;     // run.seed: claims pair settings by it
 };
 // Per setting, the metrics of each of its finished seeds, in seed order
 // (missing runs absent).
 using SeedMetrics = std::map<std::string, std::vector<RunMetrics>>;
 SeedMetrics sweep_metrics(const SweepSpec& spec, const std::string& dir);
 
-// A claim judged over seeds: the check "left op right" is evaluated per seed
-// (settings paired by run.seed) and the 95% Student-t interval of the paired
-// difference left - right decides: for < and <= it holds when the interval
-// lies below 0, fails when it lies above, and is inconclusive when it
-// straddles 0 or there is no interval (one seed); > and >= mirror that.
+// A claim judged over seeds (ALGORITHMS.md section 9): the check "left op
+// right" is evaluated per seed (settings paired by run.seed) and the 95%
+// Student-t interval of the paired difference left - right decides: for <
+// and <= it holds when the interval lies below 0, fails when it lies above,
+// and is inconclusive when it straddles 0 or there is no interval (one
+// seed); > and >= mirror that. Refinements:
+// - a check that names no run (a closed form) is a deterministic comparison;
+//   so is a difference the same in every seed (a zero-width interval; equal
+//   sides then hold for <= and >=, fail for < and >). Differences below
+//   1e-12 of the sides count as 0.
+// - a difference that is not finite in some seed is inconclusive, "not
+//   finite (diverged)".
+// - ttt of a seed that never reached the target is its run's end, a lower
+//   bound: a decision that moving those times later could undo is
+//   inconclusive, one it could not "holds/fails conservatively".
+// - with an effect e > 0: the detail says whether the half-width is <= 0.7 e
+//   (it "resolves an effect of e"); an otherwise inconclusive interval inside
+//   (-e, +e) is Equivalent: no difference as large as e.
+// - an inconclusive one says about how many seeds would decide it.
 struct ClaimVerdict {
-  enum Outcome { Holds, Fails, Inconclusive } outcome = Inconclusive;
-  std::string detail;  // the check with mean values, the difference and its interval
-  int seeds = 0;       // seeds every named setting has
+  enum Outcome { Holds, Fails, Inconclusive, Equivalent } outcome = Inconclusive;
+  std::string detail;  // the check with mean values, the difference, its interval and n pairs
+  int seeds = 0;       // seeds every named setting has (0 for a closed form)
 };
-const char* outcome_name(ClaimVerdict::Outcome o);  // holds | fails | inconclusive
+const char* outcome_name(ClaimVerdict::Outcome o);  // holds | fails | inconclusive | equivalent
 // Throws std::invalid_argument on a syntax error or an unknown setting.
 ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, double effect);
 
@@ -146,7 +174,8 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
 // parentheses, numbers like 1e-3) over loss(run), ppl(run), bytes(run),
 // time(run), corr(run), update_correlation(run), disagreement(run) (the
 // summary's final worker agreement; an error if the run has none), util(run),
-// ttt(run) (simulated seconds to target_loss; +inf if never reached), abs(x), min(x, y), max(x, y) and
+// ttt(run) (simulated seconds to target_loss, the run's end if never reached;
+// +inf without a target_loss), abs(x), min(x, y), max(x, y) and
 // copy_seconds(params, bytes_per_element, bits_per_second). Sets `detail` to
 // the check with every call replaced by its value. Throws
 // std::invalid_argument on a syntax error or an unknown run.
@@ -161,7 +190,7 @@ std::string sweep_dir(const SweepSpec& spec, const std::string& out_root);
 // claims (reproduced: all hold; partly: some hold; not reproduced: none
 // holds and one fails; inconclusive: every check is; not run: a run is
 // missing or was made with another config than the preset now says), then
-// its discussion.
+// its discussion. Each check shows its effect and its outcome's text.
 std::string results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root);
 // Writes results_markdown() to `path` atomically (a reader never sees half a file).
 void write_results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root, const std::string& path);

@@ -17,8 +17,12 @@ namespace atl {
 // seeds): strategy, workers, steps, final validation loss (mean ± 95%
 // interval over seeds), its paired difference against the first setting,
 // bytes sent per worker, ratio of bytes to the first, simulated time and
-// compute utilisation. Throws naming a folder that is not a finished run.
-std::string compare_runs(const std::vector<std::string>& run_dirs);
+// compute utilisation; with target_loss > 0 also the simulated time to that
+// loss (a seed that never reaches it censored at its end: "≥ T (k of K
+// reached)"). Significance against the first is Holm-adjusted when several
+// settings are compared (a note says so). Throws naming a folder that is not
+// a finished run.
+std::string compare_runs(const std::vector<std::string>& run_dirs, double target_loss = 0);
 
 // Number formatting shared by the tables (Markdown and HTML).
 // Bytes as megabytes with about three significant digits ("0" for none).

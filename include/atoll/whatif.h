@@ -31,7 +31,9 @@ struct WhatifOptions {
 struct WhatifSetting {
   std::string name;                    // the runs' common name without "_s<k>"
   std::vector<std::string> runs;       // run folders, one per seed
-  std::vector<double> time_to_target;  // per grid bandwidth: simulated s (NaN: not reached by every seed)
+  std::vector<double> time_to_target;  // per grid bandwidth: mean simulated s over seeds, a seed that misses
+                                       // the target censored at its run's end (a lower bound when reached < seeds)
+  int reached = 0, seeds = 0;          // seeds that reach the target (the same at every bandwidth), of all
   std::vector<double> total_time;      // per grid bandwidth: simulated s of the whole run (mean over seeds)
 };
 

@@ -18,12 +18,14 @@
 #include "atoll/cost.h"
 #include "atoll/experiment.h"
 #include "atoll/net.h"
+#include "report/figure_text.h"
 #include "util/stats.h"
 
 namespace atl {
 namespace {
 
 std::string short_number(double v) {
+  if (std::isnan(v)) return "not finite";  // never "nan": a diverged run's loss
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -36,7 +38,9 @@ const char* const kFunctions =
 
 class ClaimParser {
  public:
-  ClaimParser(const std::string& text, const std::map<std::string, RunMetrics>& runs) : s_(text), runs_(runs) {}
+  ClaimParser(const std::string& text, const std::map<std::string, RunMetrics>& runs,
+              const std::map<std::string, std::string>* censored = nullptr)
+      : s_(text), runs_(runs), censored_(censored) {}
 
   bool check(std::string& detail) {
     double left = 0, right = 0;
@@ -165,11 +169,18 @@ class ClaimParser {
                  : name == "disagreement"       ? r.disagreement
                  : name == "util"               ? r.util
                                                 : r.ttt;
-      if (name == "ttt" && v < 0) v = std::numeric_limits<double>::infinity();
-      if (std::isnan(v))  // a comparison with NaN would quietly be false
+      if (name == "ttt" && v < 0) v = std::numeric_limits<double>::infinity();  // no target_loss
+      // An agreement metric the run did not measure (a comparison with NaN
+      // would quietly be false); a NaN loss is a diverged run, judged "not
+      // finite" below.
+      if (std::isnan(v) && (name == "update_correlation" || name == "disagreement"))
         throw std::invalid_argument("claim check '" + s_ + "': run '" + run + "' has no " + name +
                                     " (one worker, strategy.correlation_every = 0, or no sync measured)");
-      show(name + "(" + run + ")=" + short_number(v));
+      // A time to target some seed never reached is a lower bound: its end.
+      if (name == "ttt" && censored_ && censored_->count(run))
+        show(name + "(" + run + ")=≥ " + short_number(v) + " (" + censored_->at(run) + ")");
+      else
+        show(name + "(" + run + ")=" + short_number(v));
       return v;
     }
     static const char* numeric[] = {"abs", "min", "max", "copy_seconds"};
@@ -210,61 +221,96 @@ class ClaimParser {
 
   const std::string& s_;
   const std::map<std::string, RunMetrics>& runs_;
+  const std::map<std::string, std::string>* censored_;  // setting -> "k of K reached" for censored ttt means
   size_t i_ = 0;
   std::string detail_;
   std::set<std::string> names_;
 };
 
-std::string interval_text(const MeanInterval& d) {
-  if (!d.has_interval()) return short_number(d.mean);
-  return short_number(d.mean) + ", 95% interval [" + short_number(d.low()) + ", " + short_number(d.high()) + "]";
+// Differences smaller than this, relative to the sides compared, are
+// rounding noise: they count as 0.
+constexpr double kRelativeNoise = 1e-12;
+
+// One seed's left - right, with rounding noise snapped to 0.
+double paired_difference(double left, double right) {
+  const double d = left - right;
+  if (!std::isfinite(d)) return d;  // a diverged (or unreached, untargeted) side: never noise
+  return std::fabs(d) <= kRelativeNoise * std::max(std::fabs(left), std::fabs(right)) ? 0.0 : d;
 }
 
-}  // namespace
-
-bool evaluate_claim(const std::string& check, const std::map<std::string, RunMetrics>& runs, std::string& detail) {
-  ClaimParser parser(check, runs);
-  return parser.check(detail);
+bool compare(double left, const std::string& op, double right) {
+  if (op == "<") return left < right;
+  if (op == "<=") return left <= right;
+  if (op == ">") return left > right;
+  return left >= right;
 }
 
-const char* outcome_name(ClaimVerdict::Outcome o) {
-  return o == ClaimVerdict::Holds ? "holds" : o == ClaimVerdict::Fails ? "fails" : "inconclusive";
+// Where the paired difference lies: wholly below or above 0, exactly 0
+// (every seed the same zero difference), across 0, or unknown (one pair).
+enum class Side { Below, Above, Zero, Straddles, Unknown };
+
+ClaimVerdict::Outcome outcome_of(Side side, const std::string& op) {
+  const bool less = op[0] == '<';
+  switch (side) {
+    case Side::Below:
+      return less ? ClaimVerdict::Holds : ClaimVerdict::Fails;
+    case Side::Above:
+      return less ? ClaimVerdict::Fails : ClaimVerdict::Holds;
+    case Side::Zero:  // equal in every seed: <= and >= hold, < and > fail
+      return op.size() == 2 ? ClaimVerdict::Holds : ClaimVerdict::Fails;
+    default:
+      return ClaimVerdict::Inconclusive;
+  }
 }
 
-ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, double effect) {
-  // The check on the settings' means over their seeds: checks the syntax,
-  // finds the settings it names and gives the readable form.
+std::string pairs_text(int n) { return n == 1 ? "n=1 pair" : "n=" + std::to_string(n) + " pairs"; }
+
+// The settings' means over their seeds, for the readable form of a check;
+// `censored` gets "k of K reached" for a setting some seed of which never
+// reached the target (its ttt mean is then a lower bound).
+std::map<std::string, RunMetrics> setting_means(const SeedMetrics& runs, std::map<std::string, std::string>& censored) {
   std::map<std::string, RunMetrics> means;
   for (const auto& [name, seeds] : runs) {
     if (seeds.empty()) continue;
     RunMetrics m;
     m.loss = m.ppl = m.bytes = m.time = m.corr = m.util = m.ttt = m.update_correlation = m.disagreement = 0;
-    bool never = false;
+    int reached = 0;
+    const double n = double(seeds.size());
     for (const RunMetrics& r : seeds) {
-      m.loss += r.loss / double(seeds.size());
-      m.ppl += r.ppl / double(seeds.size());
-      m.bytes += r.bytes / double(seeds.size());
-      m.time += r.time / double(seeds.size());
-      m.corr += r.corr / double(seeds.size());
-      m.update_correlation += r.update_correlation / double(seeds.size());
-      m.disagreement += r.disagreement / double(seeds.size());
-      m.util += r.util / double(seeds.size());
-      m.ttt += r.ttt / double(seeds.size());
-      never = never || r.ttt < 0;
+      m.loss += r.loss / n;
+      m.ppl += r.ppl / n;
+      m.bytes += r.bytes / n;
+      m.time += r.time / n;
+      m.corr += r.corr / n;
+      m.update_correlation += r.update_correlation / n;
+      m.disagreement += r.disagreement / n;
+      m.util += r.util / n;
+      m.ttt += r.ttt / n;
+      reached += r.reached ? 1 : 0;
     }
-    if (never) m.ttt = -1;  // a seed that never reached the target: the mean never does
+    if (seeds.front().ttt < 0) m.ttt = -1;  // no target_loss
+    m.reached = reached == int(seeds.size());
+    if (!m.reached && m.ttt >= 0)
+      censored[name] = std::to_string(reached) + " of " + std::to_string(seeds.size()) + " reached";
     means[name] = m;
   }
-  ClaimParser on_means(check, means);
-  ClaimVerdict v;
-  double left = 0, right = 0;
-  std::string shown;
-  const std::string op = on_means.sides(left, right, shown);
+  return means;
+}
 
-  // Seeds every named setting ran, paired by run.seed.
+// Left and right of `check` on one seed's metrics.
+std::pair<double, double> sides_of(const std::string& check, const std::map<std::string, RunMetrics>& one) {
+  ClaimParser parser(check, one);
+  double l = 0, r = 0;
+  std::string unused;
+  parser.sides(l, r, unused);
+  return {l, r};
+}
+
+// Seeds every named setting ran (settings are paired by run.seed).
+std::set<int64_t> common_seeds(const std::set<std::string>& names, const SeedMetrics& runs) {
   std::set<int64_t> common;
   bool first = true;
-  for (const auto& name : on_means.names()) {
+  for (const auto& name : names) {
     std::set<int64_t> has;
     for (const RunMetrics& r : runs.at(name)) has.insert(r.seed);
     if (first) {
@@ -277,36 +323,177 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
     }
     first = false;
   }
-  std::vector<double> differences;
-  for (int64_t seed : common) {
+  return common;
+}
+
+// The seeds needed for a half-width of `goal`, from the half-width's
+// 1/sqrt(K) scaling (the t quantile's own shrinking makes it a little
+// pessimistic).
+int64_t seeds_for(double half_width, int seeds, double goal) {
+  const double k = std::ceil(double(seeds) * (half_width / goal) * (half_width / goal));
+  return k > 1e6 ? int64_t(1e6) : std::max<int64_t>(seeds + 1, int64_t(k));
+}
+
+}  // namespace
+
+bool evaluate_claim(const std::string& check, const std::map<std::string, RunMetrics>& runs, std::string& detail) {
+  ClaimParser parser(check, runs);
+  return parser.check(detail);
+}
+
+const char* outcome_name(ClaimVerdict::Outcome o) {
+  switch (o) {
+    case ClaimVerdict::Holds:
+      return "holds";
+    case ClaimVerdict::Fails:
+      return "fails";
+    case ClaimVerdict::Equivalent:
+      return "equivalent";
+    default:
+      return "inconclusive";
+  }
+}
+
+ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, double effect) {
+  // The check on the settings' means over their seeds: checks the syntax,
+  // finds the settings it names and gives the readable form.
+  std::map<std::string, std::string> censored;
+  const std::map<std::string, RunMetrics> means = setting_means(runs, censored);
+  ClaimParser on_means(check, means, &censored);
+  ClaimVerdict v;
+  double left = 0, right = 0;
+  std::string shown;
+  const std::string op = on_means.sides(left, right, shown);
+
+  // A check that names no run (a closed form such as copy_seconds(...)) has
+  // no seeds to vary: it is a deterministic comparison.
+  if (on_means.names().empty()) {
+    const double d = paired_difference(left, right);
+    if (!std::isfinite(d)) {
+      v.detail = shown + "; left - right is not finite";
+      return v;
+    }
+    v.outcome = compare(d, op, 0) ? ClaimVerdict::Holds : ClaimVerdict::Fails;
+    v.detail = shown + "; a closed form (no runs), decided exactly: left - right = " + short_number(d);
+    return v;
+  }
+
+  // Per seed, left - right, settings paired by run.seed.
+  const std::set<std::string>& names = on_means.names();
+  std::vector<std::map<std::string, RunMetrics>> per_seed;
+  for (int64_t seed : common_seeds(names, runs)) {
     std::map<std::string, RunMetrics> one;
-    for (const auto& name : on_means.names())
+    for (const auto& name : names)
       for (const RunMetrics& r : runs.at(name))
         if (r.seed == seed) one[name] = r;
-    ClaimParser per_seed(check, one);
-    double l = 0, r = 0;
-    std::string unused;
-    per_seed.sides(l, r, unused);
-    differences.push_back(l - r);
+    per_seed.push_back(one);
+  }
+  std::vector<double> differences;
+  double scale = 0;  // the sides' size, for what counts as the same difference
+  int diverged = 0;
+  for (const auto& one : per_seed) {
+    const auto [l, r] = sides_of(check, one);
+    differences.push_back(paired_difference(l, r));
+    scale = std::max({scale, std::fabs(l), std::fabs(r)});
+    diverged += std::isfinite(differences.back()) ? 0 : 1;
   }
   v.seeds = static_cast<int>(differences.size());
-  const MeanInterval d = mean_interval(differences);
-  const Sign sign = interval_sign(differences);
-  const bool less = op[0] == '<';
-  if (sign == Sign::Below) v.outcome = less ? ClaimVerdict::Holds : ClaimVerdict::Fails;
-  if (sign == Sign::Above) v.outcome = less ? ClaimVerdict::Fails : ClaimVerdict::Holds;
-  v.detail = shown + " (means); left - right = " + interval_text(d) + " over " + std::to_string(v.seeds) +
-             (v.seeds == 1 ? " seed" : " paired seeds");
-  if (v.seeds < 2)
-    v.detail += "; one seed gives no interval";
-  else if (!d.has_interval() && sign == Sign::Unknown)
-    v.detail += "; no interval (a run never reached the target in some seeds)";
-  if (effect > 0 && d.has_interval())
-    v.detail += d.half_width <= effect ? "; the interval's half-width " + short_number(d.half_width) +
-                                             " resolves the stated effect " + short_number(effect)
-                                       : "; the interval's half-width " + short_number(d.half_width) +
-                                             " is wider than the stated effect " + short_number(effect) +
-                                             ": more seeds or a larger evaluation needed";
+  const std::string head = shown + " (means); left - right = ";
+  if (diverged > 0) {
+    v.detail = head + "not finite (diverged) in " + std::to_string(diverged) + " of " + std::to_string(v.seeds) +
+               " seeds (" + pairs_text(v.seeds) + ")";
+    return v;
+  }
+
+  MeanInterval d = mean_interval(differences);
+  // The same difference in every seed (bytes, modelled times, closed forms
+  // of runs) is decided exactly: a zero-width interval, not t * 0-ish noise.
+  bool exact = v.seeds >= 2;
+  for (double x : differences) exact = exact && std::fabs(x - differences.front()) <= kRelativeNoise * scale;
+  if (exact) {
+    d.mean = differences.front();
+    d.half_width = d.sd = 0;
+  }
+  Side side = Side::Unknown;
+  if (exact)
+    side = d.mean < 0 ? Side::Below : d.mean > 0 ? Side::Above : Side::Zero;
+  else if (d.has_interval())
+    side = d.high() < 0 ? Side::Below : d.low() > 0 ? Side::Above : Side::Straddles;
+  v.outcome = outcome_of(side, op);
+
+  if (exact) {
+    v.detail = head + short_number(d.mean) + " in every seed, decided exactly (" + pairs_text(v.seeds) + ")";
+  } else if (d.has_interval()) {
+    const FigureText t = figure_text(d, {FigureFormat::Significant, 4});
+    v.detail = head + t.value + (t.interval.empty() ? "" : " ± " + t.interval) + " (95% interval, " +
+               pairs_text(v.seeds) + ")";
+  } else {
+    v.detail = head + short_number(d.mean) + " (" + pairs_text(v.seeds) + "); one seed gives no interval";
+  }
+
+  // Censored times (a seed that never reached the target counts at its end)
+  // are lower bounds. The decision stands only when moving every censored
+  // time later could not undo it: a check that holds with them holds
+  // conservatively, one that fails only because of them is inconclusive.
+  bool any_censored = false, later_raises = false, later_lowers = false;
+  for (size_t k = 0; k < per_seed.size(); ++k)
+    for (const auto& name : names) {
+      const RunMetrics& r = per_seed[k].at(name);
+      if (r.reached || r.ttt < 0) continue;
+      auto later = per_seed[k];
+      later[name].ttt = 2 * r.ttt + 1;
+      const auto [l, rr] = sides_of(check, later);
+      const double moved = paired_difference(l, rr) - differences[k];
+      // Only a censored time the check uses (it moves the difference) counts.
+      any_censored = any_censored || moved != 0;
+      later_raises = later_raises || moved > 0;
+      later_lowers = later_lowers || moved < 0 || !std::isfinite(moved);
+    }
+  if (any_censored && v.outcome != ClaimVerdict::Inconclusive) {
+    // A "<" that holds (or a ">" that fails) is undone by a larger
+    // difference; the other two by a smaller one.
+    const bool undone_by_raising = (op[0] == '<') == (v.outcome == ClaimVerdict::Holds);
+    const bool stands = undone_by_raising ? !later_raises : !later_lowers;
+    if (stands) {
+      v.detail += "; " + std::string(outcome_name(v.outcome)) +
+                  " conservatively (a seed that never reached the target counts at its run's end, a lower bound)";
+    } else {
+      v.detail += "; it " + std::string(outcome_name(v.outcome)) +
+                  " only because a seed that never reached the target counts at its run's end (a lower bound): "
+                  "inconclusive";
+      v.outcome = ClaimVerdict::Inconclusive;
+    }
+  }
+
+  // The effect the check is meant to resolve (ALGORITHMS.md section 9,
+  // refinement 2): a half-width <= 0.7 e gives about 80% power against it.
+  if (effect > 0 && exact) v.detail += "; exact, so it resolves any effect (stated: " + short_number(effect) + ")";
+  if (effect > 0 && !exact && d.has_interval()) {
+    if (d.half_width <= 0.7 * effect)
+      v.detail += "; half-width " + short_number(d.half_width) + " <= 0.7 x " + short_number(effect) +
+                  ": resolves an effect of " + short_number(effect);
+    else
+      v.detail += "; half-width " + short_number(d.half_width) + " > 0.7 x " + short_number(effect) +
+                  ": does not resolve an effect of " + short_number(effect);
+    if (v.outcome == ClaimVerdict::Inconclusive && !any_censored && d.low() > -effect && d.high() < effect) {
+      v.outcome = ClaimVerdict::Equivalent;
+      v.detail += "; equivalent within " + short_number(effect) + ": no difference as large as " +
+                  short_number(effect) + " (the interval lies inside ±" + short_number(effect) + ")";
+    }
+  }
+  // Only seeds narrow a paired interval (every evaluation covers the whole
+  // validation split), so an undecided one asks for more of them: enough to
+  // exclude 0 at the difference seen, or to resolve the effect.
+  if (v.outcome == ClaimVerdict::Inconclusive && !any_censored) {
+    if (v.seeds < 2) {
+      v.detail += "; more seeds (K >= 3) needed";
+    } else if (d.has_interval()) {
+      const double goal = std::max(std::fabs(d.mean), 0.7 * effect);
+      if (goal > 0)
+        v.detail += "; more seeds: about " + std::to_string(seeds_for(d.half_width, v.seeds, goal)) +
+                    " pairs would narrow the half-width to " + short_number(goal) + " (it shrinks as 1/sqrt(K))";
+    }
+  }
   return v;
 }
 

@@ -8,7 +8,9 @@
 
 #include "atoll/experiment.h"
 #include "atoll/report.h"
+#include "report/figure_text.h"
 #include "report/groups.h"
+#include "report/target_time.h"
 #include "util/file_io.h"
 #include "util/format.h"
 
@@ -21,6 +23,34 @@ struct Section {
   std::string verdict;  // reproduced | partly | not reproduced | not run
   std::string body;
 };
+
+// Megabytes with the interval only where it shows at the mean's last digit
+// (figure_text.h: no "130 ± 1.2e-05").
+std::string megabytes_text(const MeanInterval& bytes) {
+  if (!(bytes.mean > 0)) return format_megabytes(bytes.mean);
+  MeanInterval mb = bytes;
+  mb.mean /= 1e6;
+  mb.half_width /= 1e6;
+  const FigureFormat f = mb.mean >= 100 ? FigureFormat{FigureFormat::Decimals, 0}
+                         : mb.mean >= 1 ? FigureFormat{FigureFormat::Decimals, 1}
+                                        : FigureFormat{FigureFormat::Significant, 3};
+  const FigureText t = figure_text(mb, f);
+  return format_megabytes(bytes.mean) + (t.interval.empty() ? "" : " ± " + t.interval);
+}
+
+// The text a check's preset gives for `outcome` ("" when none).
+const std::string& outcome_text(const SweepClaim& c, ClaimVerdict::Outcome outcome) {
+  switch (outcome) {
+    case ClaimVerdict::Holds:
+      return c.holds;
+    case ClaimVerdict::Fails:
+      return c.fails;
+    case ClaimVerdict::Equivalent:
+      return c.equivalent;
+    default:
+      return c.inconclusive;
+  }
+}
 
 Section render(const SweepSpec& spec, const std::string& out_root) {
   Section s;
@@ -52,9 +82,11 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     const RunGroup* ddp = ddp_group(groups);
     const GroupFigures fd = ddp ? group_figures(*ddp, spec.target_loss) : GroupFigures{};
     const double base_loss = group_figures(base, 0).loss.mean;
+    const std::vector<std::string> verdicts = versus_verdicts(groups, base);
+    bool censored = false;
     std::string header = "| run | seeds | strategy | N | steps | final eval loss | perplexity | vs " + base.name +
-                         " (paired) | sent per worker (MB) | reduction vs DDP | simulated time (s)";
-    if (spec.target_loss > 0) header += " | time to loss " + format_number("%.3g", spec.target_loss) + " (s)";
+                         " (paired) | sent per worker (MB) | reduction vs DDP | simulated time";
+    if (spec.target_loss > 0) header += " | time to loss " + format_number("%.3g", spec.target_loss);
     header += " | correlation |";
     o << header << "\n" << markdown_delimiter(header) << "\n";
     for (const auto& g : groups) {
@@ -69,31 +101,27 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
       if (&g != &base) {
         const MeanInterval d = paired_loss_difference(g, base);
         versus = format_paired_difference(d, base_loss, "±");
-        if (d.has_interval()) versus += " (" + difference_verdict(d) + ")";
+        if (d.has_interval()) versus += " (" + verdicts[size_t(&g - groups.data())] + ")";
       }
       o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << workers_label(r) << " | " << r.steps
         << " | " << format_mean_interval(f.loss, 4) << " | " << format_mean_interval(f.ppl, 3) << " | " << versus
-        << " | " << format_megabytes(f.bytes_per_worker.mean)
-        << (f.bytes_per_worker.has_interval() && f.bytes_per_worker.half_width > 0
-                ? " ± " + format_megabytes(f.bytes_per_worker.half_width)
-                : std::string())
-        << " | " << reduction << " | " << format_mean_interval(f.sim_seconds, 1);
+        << " | " << megabytes_text(f.bytes_per_worker) << " | " << reduction << " | "
+        << plain_text(seconds_figure(f.sim_seconds));
       if (spec.target_loss > 0) {
-        o << " | ";
-        if (f.reached == 0)
-          o << "never";
-        else
-          o << format_mean_interval(f.time_to_target, 1)
-            << (f.reached < f.seeds ? " (" + std::to_string(f.reached) + " of " + std::to_string(f.seeds) + " seeds)"
-                                    : "");
+        o << " | " << target_times_text(f.to_target);
+        censored = censored || f.to_target.censored();
       }
       o << " | " << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("—"))
         << " |\n";
     }
     o << "\n";
     if (spec.seeds > 1)
-      o << "Means over " << spec.seeds << " seeds ± the half-width of their 95% Student-t interval; differences "
-        << "against " << base.name << " are paired by seed.\n\n";
+      o << "Means over " << spec.seeds << " seeds ± the half-width of their 95% Student-t interval (left out where "
+        << "it would print as 0); differences against " << base.name << " are paired by seed (n pairs).\n\n";
+    if (const std::string holm = holm_note(groups, base); !holm.empty()) o << holm << "\n\n";
+    if (censored)
+      o << "Time to loss: a seed that never reaches it counts as its run's end, a lower bound, shown as \"≥ T (k of "
+           "K reached)\".\n\n";
   }
   if (!stale.empty()) {
     o << "Made with another config than the preset now gives, so not counted:";
@@ -105,33 +133,40 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     for (const auto& m : missing) o << " `" << m << "`";
     o << ".\n\n";
   }
-  int held = 0, failed = 0, checked = 0;
+  int held = 0, failed = 0, equivalent = 0, checked = 0;
   if (!spec.claims.empty() && missing.empty()) {
     const auto metrics = sweep_metrics(spec, dir);
     o << "**Checks** (computed from the run folders; a check holds or fails only when the 95% interval of its "
-         "paired difference over seeds excludes 0):\n\n";
+         "paired difference over seeds excludes 0, or exactly when the difference is the same in every seed or "
+         "names no run; *equivalent*: inconclusive, but the interval lies inside ± its effect):\n\n";
     for (const auto& c : spec.claims) {
-      const ClaimVerdict v = judge_claim(c.check, metrics, c.effect > 0 ? c.effect : spec.effect);
+      const double effect = c.effect > 0 ? c.effect : spec.effect;
+      const ClaimVerdict v = judge_claim(c.check, metrics, effect);
       ++checked;
       held += v.outcome == ClaimVerdict::Holds;
       failed += v.outcome == ClaimVerdict::Fails;
+      equivalent += v.outcome == ClaimVerdict::Equivalent;
       const std::string word = outcome_name(v.outcome);
       o << "- " << (v.outcome == ClaimVerdict::Holds ? word : "**" + word + "**") << ": " << c.text << " — `" << c.check
-        << "`: " << v.detail << "\n";
+        << "` (effect " << (effect > 0 ? format_number("%.6g", effect) : std::string("not stated")) << "): " << v.detail
+        << "\n";
+      if (const std::string& said = outcome_text(c, v.outcome); !said.empty()) o << "  " << said << "\n";
     }
     o << "\n";
   }
   if (!missing.empty() || spec.claims.empty())
     s.verdict = missing.empty() ? "no checks" : "not run";
   else
-    s.verdict = held == checked ? "reproduced"
-                : held > 0      ? "partly reproduced"
-                : failed > 0    ? "not reproduced"
-                                : "inconclusive";
+    s.verdict = held == checked  ? "reproduced"
+                : held > 0       ? "partly reproduced"
+                : failed > 0     ? "not reproduced"
+                : equivalent > 0 ? "no difference as large as the effect"
+                                 : "inconclusive";
   o << "**Verdict: " << s.verdict << "**";
   if (checked)
-    o << " (" << held << " of " << checked << " checks hold, " << failed << " fail, " << checked - held - failed
-      << " inconclusive" << (spec.seeds < 2 ? "; one seed per run gives no interval" : "") << ")";
+    o << " (" << held << " of " << checked << " checks hold, " << failed << " fail, " << equivalent << " equivalent, "
+      << checked - held - failed - equivalent << " inconclusive"
+      << (spec.seeds < 2 && !spec.runs.empty() ? "; one seed per run gives no interval" : "") << ")";
   o << "\n\n";
   if (!spec.discussion.empty()) o << spec.discussion << "\n\n";
   s.body = o.str();
@@ -151,9 +186,14 @@ std::string results_markdown(const std::vector<SweepSpec>& specs, const std::str
        "2-core machine. The tables and verdicts are computed from the finished run folders by "
        "`build/atoll results`; each check is written in its preset, next to the claim, and judged over seeds: "
        "it holds when the 95% Student-t interval of its paired difference lies on its side of 0, fails when it "
-       "lies on the other, and is *inconclusive* otherwise (also with one seed, which gives no interval). "
-       "Verdict: *reproduced* when every check holds, *partly* when some do, *not reproduced* when none does "
-       "and one fails, *inconclusive* when every check is. Other measured tables "
+       "lies on the other, and is *inconclusive* otherwise (also with one seed, which gives no interval); a check "
+       "that names no run, or whose difference is the same in every seed, is decided exactly; an inconclusive "
+       "check whose interval lies inside ± its effect is *equivalent* (no difference as large as the effect). A "
+       "seed that never reaches a target loss counts at its run's end (a lower bound): a check holds with it only "
+       "conservatively and is inconclusive when it fails only because of it. Verdict: *reproduced* when every "
+       "check holds, *partly* when some do, *not reproduced* when none does and one fails, *no difference as "
+       "large as the effect* when none holds or fails and one is equivalent, *inconclusive* otherwise. The text "
+       "under a check is its preset's for the outcome computed. Other measured tables "
        "(earlier experiment scripts, real runs, network checks) are in [MEASUREMENTS.md](MEASUREMENTS.md); "
        "speed figures in [BENCHMARKS.md](BENCHMARKS.md).\n\n"
        "| target | experiment | verdict |\n|---|---|---|\n";

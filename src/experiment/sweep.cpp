@@ -27,6 +27,7 @@
 #include "atoll/train.h"
 #include "launch/process.h"
 #include "model/export.h"
+#include "report/target_time.h"
 #include "train/run_folder.h"
 #include "train/stop_signal.h"
 
@@ -216,11 +217,21 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
     for (const auto& item : *arr) {
       const toml::table* t = item.as_table();
       if (!t) bad(preset, "claims are [[sweep.claim]] tables with text and check");
+      static const std::set<std::string> claim_keys = {"text",  "check",      "effect",      "holds",
+                                                       "fails", "equivalent", "inconclusive"};
       for (auto&& [k, v] : *t)
-        if (k.str() != "text" && k.str() != "check" && k.str() != "effect")
-          bad(preset,
-              "[[sweep.claim]] has an unknown key '" + std::string(k.str()) + "'; keys are text, check, effect");
-      SweepClaim claim{string_value(*t, "text", preset), string_value(*t, "check", preset), read_effect(*t)};
+        if (!claim_keys.count(std::string(k.str())))
+          bad(preset, "[[sweep.claim]] has an unknown key '" + std::string(k.str()) +
+                          "'; keys are text, check, effect, and holds, fails, equivalent, inconclusive (what "
+                          "RESULTS.md says for that outcome)");
+      SweepClaim claim;
+      claim.text = string_value(*t, "text", preset);
+      claim.check = string_value(*t, "check", preset);
+      claim.effect = read_effect(*t);
+      claim.holds = string_value(*t, "holds", preset);
+      claim.fails = string_value(*t, "fails", preset);
+      claim.equivalent = string_value(*t, "equivalent", preset);
+      claim.inconclusive = string_value(*t, "inconclusive", preset);
       if (claim.check.empty()) bad(preset, "a [[sweep.claim]] has no check");
       spec.claims.push_back(claim);
     }
@@ -488,7 +499,11 @@ SeedMetrics sweep_metrics(const SweepSpec& spec, const std::string& dir) {
     m.update_correlation = d.final_update_correlation;
     m.disagreement = d.final_disagreement;
     m.util = d.utilisation;
-    m.ttt = spec.target_loss > 0 ? time_to_loss(d, spec.target_loss) : -1;
+    if (spec.target_loss > 0) {
+      const TargetTime t = target_time(d, spec.target_loss);  // censored at the run's end if never reached
+      m.ttt = t.seconds;
+      m.reached = t.reached;
+    }
     m.seed = run.seed;
     out[run.setting].push_back(m);  // spec.runs lists a setting's seeds in order
   }

@@ -24,12 +24,13 @@ std::string bytes_ratio(double bytes, double base) {
   return format_number("%.3gx", r) + format_number(" (%.4gx fewer)", 1.0 / r);
 }
 
-// The paired difference of the final eval loss against the first setting.
-std::string versus(const RunGroup& g, const RunGroup& base, const GroupFigures& fb) {
+// The paired difference of the final eval loss against the first setting,
+// with its (Holm-adjusted, versus_verdicts) verdict.
+std::string versus(const RunGroup& g, const RunGroup& base, const GroupFigures& fb, const std::string& verdict) {
   if (&g == &base) return "-";
   const MeanInterval d = paired_loss_difference(g, base);
   const std::string text = format_paired_difference(d, fb.loss.mean, "±");
-  return d.has_interval() ? text + " (" + difference_verdict(d) + ")" : text;
+  return d.has_interval() ? text + " " + verdict : text;
 }
 
 // An interval in other units (bytes as MB).
@@ -92,7 +93,7 @@ std::string format_megabytes(double bytes) {
   return mb >= 100 ? format_number("%.0f", mb) : mb >= 1 ? format_number("%.1f", mb) : format_number("%.3g", mb);
 }
 
-std::string compare_runs(const std::vector<std::string>& run_dirs) {
+std::string compare_runs(const std::vector<std::string>& run_dirs, double target_loss) {
   if (run_dirs.empty()) throw std::invalid_argument("compare needs at least one run folder");
   std::vector<RunData> runs;
   runs.reserve(run_dirs.size());
@@ -107,21 +108,27 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
   header +=
       "vs first (paired) | sent/worker (MB) | bytes vs first | sim time (s) | utilisation | correlation | "
       "update correlation | disagreement |";
+  if (target_loss > 0) header += " time to loss " + format_target_loss(target_loss) + " |";
   std::ostringstream o;
   o << header << "\n" << markdown_delimiter(header) << "\n";
+  const std::vector<std::string> verdicts = versus_verdicts(groups, base);
   for (const auto& g : groups) {
     const RunData& r = *g.runs.front();
-    const GroupFigures f = group_figures(g, 0);
+    const GroupFigures f = group_figures(g, target_loss);
+    const std::string& verdict = verdicts[size_t(&g - groups.data())];
     o << "| " << g.name << " | " << f.seeds << " | " << r.strategy << " | " << workers_label(r) << " | " << r.steps
       << " | " << global_batch(r, units) << " | " << format_mean_interval(f.loss, 4) << " | ";
     if (units.perplexity) o << (counts_tokens(r) ? format_mean_interval(f.ppl, 3) : std::string("-")) << " | ";
     if (units.accuracy) o << accuracy(f.accuracy) << " | ";
-    o << versus(g, base, fb) << " | " << format_mean_interval(scaled(f.bytes_per_worker, 1e-6), 2) << " | "
-      << bytes_ratio(f.bytes_per_worker.mean, fb.bytes_per_worker.mean) << " | "
+    o << versus(g, base, fb, "(" + verdict + ")") << " | " << format_mean_interval(scaled(f.bytes_per_worker, 1e-6), 2)
+      << " | " << bytes_ratio(f.bytes_per_worker.mean, fb.bytes_per_worker.mean) << " | "
       << format_mean_interval(f.sim_seconds, 1) << " | " << format_number("%.1f%%", 100.0 * f.utilisation.mean) << " | "
       << (r.has_correlation && r.workers > 1 ? format_number("%.4f", f.correlation.mean) : std::string("-")) << " | "
       << number_or_dash(f.update_correlation.mean, "%.4f") << " | " << number_or_dash(f.disagreement.mean, "%.4g")
-      << " |\n";
+      << " |";
+    // Censored at each run's end when a seed misses it (target_time.h).
+    if (target_loss > 0) o << " " << target_times_text(f.to_target) << " |";
+    o << "\n";
   }
   std::vector<std::pair<std::string, const RunData*>> all;
   for (const auto& g : groups) all.emplace_back(g.name, g.runs.front());
@@ -130,7 +137,13 @@ std::string compare_runs(const std::vector<std::string>& run_dirs) {
   if (groups.size() < runs.size())
     o << "\nMean over seeds ± the half-width of its 95% Student-t interval (left out when it would print as 0); "
          "\"vs first\" is the paired difference "
-         "of the final eval loss over shared seeds: significant when its interval excludes 0, else inconclusive.\n";
+         "of the final eval loss over shared seeds (n pairs): significant when its interval excludes 0, else "
+         "inconclusive.\n";
+  const std::string holm = holm_note(groups, base);
+  if (!holm.empty()) o << "\n" << holm << "\n";
+  if (target_loss > 0)
+    o << "\nTime to loss: simulated seconds to the first evaluation at or below it; a seed that never reaches it "
+         "counts as its run's end, a lower bound (\"≥ T (k of K reached)\").\n";
   return o.str();
 }
 

@@ -87,6 +87,8 @@ DurationUnit duration_unit(double s) {
 
 }  // namespace
 
+std::string plain_text(const FigureText& t) { return t.value + (t.interval.empty() ? "" : " ± " + t.interval); }
+
 std::string seconds_text(double s) {
   if (s < 0) return "never";
   const DurationUnit u = duration_unit(s);

@@ -29,6 +29,8 @@ struct FigureText {
   std::string value, interval;
 };
 FigureText figure_text(const MeanInterval& m, FigureFormat format);
+// "2.4371 ± 0.0123", or the value alone when the interval is "".
+std::string plain_text(const FigureText& t);
 
 // The size of one unit in the last digit `format` prints of `value`
 // (0.0001 for "%.4f"; 0.001 for 2.437 in "%.4g", and for 0.3410, which

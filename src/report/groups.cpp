@@ -83,14 +83,10 @@ GroupFigures group_figures(const RunGroup& g, double target_loss) {
   f.update_correlation = over(g, [](const RunData& r) { return r.final_update_correlation; });
   f.disagreement = over(g, [](const RunData& r) { return r.final_disagreement; });
   f.accuracy = over(g, [](const RunData& r) { return r.final_val_accuracy; });
-  std::vector<double> reached;
+  std::vector<TargetTime> times;
   if (target_loss > 0)
-    for (const RunData* r : g.runs) {
-      const double t = time_to_loss(*r, target_loss);
-      if (t >= 0) reached.push_back(t);
-    }
-  f.reached = static_cast<int>(reached.size());
-  f.time_to_target = mean_interval(reached);
+    for (const RunData* r : g.runs) times.push_back(target_time(*r, target_loss));
+  f.to_target = target_times(times);
   return f;
 }
 
@@ -104,16 +100,43 @@ MeanInterval paired_loss_difference(const RunGroup& a, const RunGroup& b) {
 
 std::string format_paired_difference(const MeanInterval& d, double base_loss, const std::string& plus_minus) {
   if (d.n == 0) return "no shared seed";
+  if (!std::isfinite(d.mean)) return "not finite (diverged)";
+  const std::string pairs = d.n == 1 ? "n=1 pair" : "n=" + std::to_string(d.n) + " pairs";
   if (!d.has_interval())
-    return format_number("%+.4f", d.mean) + format_number(" (%+.2f%%, one seed)", 100.0 * d.mean / base_loss);
+    return format_number("%+.4f", d.mean) + format_number(" (%+.2f%%, ", 100.0 * d.mean / base_loss) + pairs + ")";
   // An interval that rounds to 0.0000 is left out, as in every table.
   const std::string interval = figure_text(d, {FigureFormat::Decimals, 4}).interval;
-  return format_number("%+.4f", d.mean) + (interval.empty() ? "" : " " + plus_minus + " " + interval);
+  return format_number("%+.4f", d.mean) + (interval.empty() ? "" : " " + plus_minus + " " + interval) + " (" + pairs +
+         ")";
 }
 
-std::string difference_verdict(const MeanInterval& d) {
-  if (!d.has_interval()) return d.n < 2 ? "one seed" : "no interval";
-  return d.low() > 0 || d.high() < 0 ? "significant" : "inconclusive";
+std::vector<std::string> versus_verdicts(const std::vector<RunGroup>& groups, const RunGroup& base) {
+  std::vector<double> p;
+  std::vector<size_t> compared;
+  std::vector<std::string> out(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (&groups[i] == &base) continue;
+    const MeanInterval d = paired_loss_difference(groups[i], base);
+    if (!d.has_interval()) {
+      out[i] = d.n < 2 ? "one seed" : "no interval";
+      continue;
+    }
+    compared.push_back(i);
+    p.push_back(paired_t_p_value(d));
+  }
+  const std::vector<bool> rejected = holm_rejected(p);
+  for (size_t k = 0; k < compared.size(); ++k) out[compared[k]] = rejected[k] ? "significant" : "inconclusive";
+  return out;
+}
+
+std::string holm_note(const std::vector<RunGroup>& groups, const RunGroup& base) {
+  size_t m = 0;
+  for (const auto& g : groups)
+    if (&g != &base && paired_loss_difference(g, base).has_interval()) ++m;
+  if (m < 2) return "";
+  return "Significance against " + base.name + " is Holm-adjusted over the " + std::to_string(m) +
+         " settings compared with it (family-wise error 5%, p-values from the paired t test); the ± intervals are "
+         "unadjusted 95% intervals, so one may exclude 0 while its setting is not marked significant.";
 }
 
 const RunGroup& reference_group(const std::vector<RunGroup>& groups, const std::string& name) {

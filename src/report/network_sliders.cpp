@@ -40,8 +40,9 @@ size_t nearest(const std::vector<double>& grid, double value, Distance distance)
 // Applies a grid point to the table and the wall-clock chart, and draws the
 // crossover chart. Every figure mirrors the C++ tables: time to loss is the
 // first evaluation after step 0 at or below the target (time_to_loss), a
-// setting's figure the mean over the seeds that reached it, with the 95%
-// Student-t half-width and "(k of n seeds)" (group_figures). The crossover
+// seed that misses it censored at its end, and a setting's figure the mean
+// with its 95% Student-t half-width, or "≥ mean (k of n reached)" when a seed
+// missed (target_time.h). The crossover
 // chart, like atoll whatif, gives a setting a time only where every seed
 // reached the target (a mean over the fast seeds alone would flatter it),
 // else a gap.
@@ -122,15 +123,18 @@ const char* kNetworkScript = R"js(
   }
   // A setting (group of seeds) at grid point p.
   function figures(g, p) {
-    const reached = [], total = [], util = [];
+    // A seed that misses the target is censored at its end (target_time.cpp).
+    const times = [], total = [], util = [];
+    let reached = 0;
     for (const r of g.runs) {
       const run = net.runs[r];
       const t = net.target > 0 ? timeToLoss(run, run.eval_time[p]) : -1;
-      if (t >= 0) reached.push(t);
+      if (t >= 0) ++reached;
+      times.push(t >= 0 ? t : run.sim_seconds[p]);
       total.push(run.sim_seconds[p]);
       util.push(run.utilisation[p]);
     }
-    return {ttt: meanInterval(reached), reached: reached.length, seeds: g.runs.length, total: meanInterval(total),
+    return {ttt: meanInterval(times), reached: reached, seeds: g.runs.length, total: meanInterval(total),
             util: meanInterval(util)};
   }
   // The wall-clock chart's x: the mean over seeds of each evaluation's time,
@@ -178,9 +182,10 @@ const char* kNetworkScript = R"js(
       const k = Number(c.dataset.setting), g = f[k];
       if (c.dataset.whatif === 'total') setCell(c, secondsPm(g.total), g.total.mean);
       else if (c.dataset.whatif === 'util') setCell(c, (100 * g.util.mean).toFixed(1) + '%', g.util.mean);
-      else if (g.reached === 0) setCell(c, 'never', -1);
-      else setCell(c, secondsPm(g.ttt), g.ttt.mean,
-                   g.reached < g.seeds ? '(' + g.reached + ' of ' + g.seeds + ' seeds)' : '');
+      else if (g.reached < g.seeds)  // a lower bound: no interval (target_times_text)
+        setCell(c, '\u2265 ' + secondsPm({mean: g.ttt.mean, half: NaN}) + ' (' + g.reached + ' of ' + g.seeds +
+                       ' reached)', g.ttt.mean);
+      else setCell(c, secondsPm(g.ttt), g.ttt.mean);
       c.classList.add('retimed');
     }
     const where = net.bandwidth_labels[bi] + ', ' + net.latency_labels[li] + ' latency';

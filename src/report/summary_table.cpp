@@ -36,13 +36,14 @@ std::string cell(const std::string& html, const std::string& attributes = "", co
   return out + "</td>";
 }
 
-std::string with_interval(const FigureText& t) {
+// "2.4371 &plusmn; 0.0123", escaped for HTML.
+std::string figure_html(const FigureText& t) {
   return escape_html(t.value) + (t.interval.empty() ? "" : " &plusmn; " + escape_html(t.interval));
 }
 
 // Agreement figures are undefined (NaN) for one worker or older runs.
 std::string figure_or_dash(const MeanInterval& m, FigureFormat format) {
-  return std::isfinite(m.mean) ? with_interval(figure_text(m, format)) : std::string("&mdash;");
+  return std::isfinite(m.mean) ? figure_html(figure_text(m, format)) : std::string("&mdash;");
 }
 
 std::string percent(const MeanInterval& m) {
@@ -83,6 +84,7 @@ std::string main_table(const std::vector<RunGroup>& groups, const RunGroup& base
   o << "<th>vs " << escape_html(base.name) << " (paired)</th><th>sent (MB)</th><th>reduction vs "
     << (ddp ? escape_html(ddp->name) : std::string("DDP")) << "</th><th>whole run</th><th>time to loss "
     << format_target_loss(target.value) << "</th></tr>\n</thead><tbody>\n";
+  const std::vector<std::string> verdicts = versus_verdicts(groups, base);
   for (const auto& g : groups) {
     const RunData& r = *g.runs.front();
     const size_t k = size_t(&g - groups.data());
@@ -91,20 +93,16 @@ std::string main_table(const std::vector<RunGroup>& groups, const RunGroup& base
     if (&g != &base) {
       const MeanInterval d = paired_loss_difference(g, base);
       versus = format_paired_difference(d, fb.loss.mean, "&plusmn;");
-      if (d.has_interval())
-        verdict = "<span class=\"" + difference_verdict(d) + "\">" + difference_verdict(d) + "</span>";
+      if (d.has_interval()) verdict = "<span class=\"" + verdicts[k] + "\">" + verdicts[k] + "</span>";
     }
     std::string reduction = "&mdash;";
     if (ddp_bytes > 0)
       reduction = f.bytes_per_worker.mean <= 0 ? "no traffic"
                                                : format_number("%.3g&times;", ddp_bytes / f.bytes_per_worker.mean);
-    std::string ttt = "never", reached;
-    if (f.reached > 0) {
-      ttt = with_interval(seconds_figure(f.time_to_target));
-      if (f.reached < f.seeds) reached = "(" + std::to_string(f.reached) + " of " + std::to_string(f.seeds) + " seeds)";
-    }
+    // Censored at each run's end when a seed misses the target (target_time.h).
+    std::string ttt = target_times_text(f.to_target, "&plusmn;", "&ge;");
     o << "<tr" << (&g == &base ? " class=\"baseline\"" : "") << "><td>" << escape_html(g.name) << "</td>"
-      << cell(with_interval(figure_text(f.loss, {FigureFormat::Decimals, 4})));
+      << cell(figure_html(figure_text(f.loss, {FigureFormat::Decimals, 4})));
     if (q.perplexity) {
       MeanInterval none;
       none.mean = std::numeric_limits<double>::quiet_NaN();
@@ -112,8 +110,8 @@ std::string main_table(const std::vector<RunGroup>& groups, const RunGroup& base
     }
     if (q.accuracy) o << cell(percent(f.accuracy));
     o << cell(versus, "", verdict) << cell(format_megabytes(f.bytes_per_worker.mean)) << cell(reduction)
-      << cell(with_interval(seconds_figure(f.sim_seconds)), sliders.cell("total", k, f.sim_seconds.mean))
-      << cell(ttt, sliders.cell("ttt", k, f.reached > 0 ? f.time_to_target.mean : -1), reached) << "</tr>\n";
+      << cell(figure_html(seconds_figure(f.sim_seconds)), sliders.cell("total", k, f.sim_seconds.mean))
+      << cell(ttt, sliders.cell("ttt", k, f.to_target.seconds.mean)) << "</tr>\n";
   }
   o << "</tbody></table>\n";
   return o.str();
@@ -152,6 +150,8 @@ std::string summary_tables(const std::vector<RunGroup>& groups, const RunGroup& 
   for (const auto& g : groups) all.emplace_back(g.name, g.runs.front());
   const std::string islands = islands_note(all);
   if (!islands.empty()) out += "<p class=\"note\">" + escape_html(islands) + "</p>\n";
+  const std::string holm = holm_note(groups, base);
+  if (!holm.empty()) out += "<p class=\"note\">" + escape_html(holm) + "</p>\n";
   return out + more_table(groups, target.value, sliders);
 }
 

@@ -19,8 +19,6 @@
 namespace atl {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 std::vector<std::string> network_overrides(double bandwidth, double latency) {
   std::vector<std::string> o = {"network.bandwidth=" + format_number("%.17g", bandwidth)};
   if (latency >= 0) o.push_back("network.latency=" + format_number("%.17g", latency) + "s");
@@ -53,11 +51,16 @@ class Retimers {
   std::map<std::string, RunRetimer> retimers_;
 };
 
-// A setting's mean time to target over its seeds (NaN unless every seed
-// reached it) and its mean total time.
-std::pair<double, double> setting_times(const RunGroup& g, double target) {
+// A setting's mean time to target over its seeds (censored at each run's
+// end when a seed misses it, target_time.h), its mean total time, and how
+// many of its seeds reach the target.
+struct SettingTimes {
+  double to_target, total;
+  int reached, seeds;
+};
+SettingTimes setting_times(const RunGroup& g, double target) {
   const GroupFigures f = group_figures(g, target);
-  return {f.reached == f.seeds && f.seeds > 0 ? f.time_to_target.mean : kNaN, f.sim_seconds.mean};
+  return {f.to_target.seconds.mean, f.sim_seconds.mean, f.to_target.reached, f.seeds};
 }
 
 std::vector<double> log_grid(double from, double to, int per_decade) {
@@ -114,9 +117,11 @@ WhatifResult run_whatif(const std::vector<std::string>& run_dirs, const WhatifOp
     const std::vector<RunData> runs = retimers.at(bw, o.latency, o.projection);
     const std::vector<RunGroup> at = group_by_seed(runs);
     for (size_t k = 0; k < at.size() && k < result.settings.size(); ++k) {
-      const auto [ttt, total] = setting_times(at[k], result.target_loss);
-      result.settings[k].time_to_target.push_back(ttt);
-      result.settings[k].total_time.push_back(total);
+      const SettingTimes t = setting_times(at[k], result.target_loss);
+      result.settings[k].time_to_target.push_back(t.to_target);
+      result.settings[k].total_time.push_back(t.total);
+      result.settings[k].reached = t.reached;
+      result.settings[k].seeds = t.seeds;
     }
   }
   // Crossovers: where a setting's time to target minus the baseline's
@@ -132,8 +137,11 @@ WhatifResult run_whatif(const std::vector<std::string>& run_dirs, const WhatifOp
       const std::vector<RunData> runs = retimers.at(bw, o.latency, o.projection, pair_dirs);
       const std::vector<RunGroup> gs = group_by_seed(runs);
       if (gs.size() != 2) throw std::logic_error("whatif: a setting and the baseline did not form two groups");
-      return setting_times(gs[0], result.target_loss).first - setting_times(gs[1], result.target_loss).first;
+      return setting_times(gs[0], result.target_loss).to_target - setting_times(gs[1], result.target_loss).to_target;
     };
+    // A crossover needs both times, not lower bounds: only where every seed
+    // of both reaches the target.
+    if (s.reached < s.seeds || b.reached < b.seeds) continue;
     for (size_t i = 0; i + 1 < result.bandwidths.size(); ++i) {
       const double d0 = s.time_to_target[i] - b.time_to_target[i];
       const double d1 = s.time_to_target[i + 1] - b.time_to_target[i + 1];
@@ -156,11 +164,17 @@ WhatifResult run_whatif(const std::vector<std::string>& run_dirs, const WhatifOp
 }
 
 std::string whatif_markdown(const WhatifResult& r) {
-  auto seconds = [](double s) { return std::isfinite(s) ? format_number("%.4g s", s) : std::string("not reached"); };
+  auto seconds = [](double s) { return std::isfinite(s) ? format_number("%.4g s", s) : std::string("not finite"); };
+  // A setting's time to target in a cell: a lower bound when a seed missed it.
+  auto to_target = [&](const WhatifSetting& s, double t) {
+    if (s.reached == s.seeds) return seconds(t);
+    return "≥ " + seconds(t) + " (" + std::to_string(s.reached) + " of " + std::to_string(s.seeds) + " reached)";
+  };
   std::string md = "# What-if networks\n\n";
   if (r.projected) md += "**" + r.projection_note + "**\n\n";
   md += "Time to eval loss " + format_number("%.4g", r.target_loss) +
-        " (simulated; the first evaluation at or below it, mean over seeds; \"not reached\" when a seed missed it), "
+        " (simulated; the first evaluation at or below it, mean over seeds; a seed that never reaches it counts "
+        "as its run's end, a lower bound: \"≥ T (k of K reached)\"), "
         "each run retimed by atoll retime to the bandwidth of the row. Fastest in bold.\n\n| bandwidth |";
   for (const auto& s : r.settings) md += " " + s.name + " |";
   md += "\n|---|";
@@ -169,11 +183,11 @@ std::string whatif_markdown(const WhatifResult& r) {
   for (size_t i = 0; i < r.bandwidths.size(); ++i) {
     double best = std::numeric_limits<double>::infinity();
     for (const auto& s : r.settings)
-      if (std::isfinite(s.time_to_target[i])) best = std::min(best, s.time_to_target[i]);
+      if (s.reached == s.seeds && std::isfinite(s.time_to_target[i])) best = std::min(best, s.time_to_target[i]);
     md += "| " + format_bit_rate(r.bandwidths[i]) + " |";
     for (const auto& s : r.settings) {
       const double t = s.time_to_target[i];
-      md += t == best ? " **" + seconds(t) + "** |" : " " + seconds(t) + " |";
+      md += t == best && s.reached == s.seeds ? " **" + to_target(s, t) + "** |" : " " + to_target(s, t) + " |";
     }
     md += "\n";
   }
@@ -203,26 +217,33 @@ std::string whatif_markdown(const WhatifResult& r) {
     const WhatifSetting* base = nullptr;
     for (const auto& b : r.settings)
       if (b.name == r.baseline) base = &b;
+    // Censored times are lower bounds: "before" is decided where the
+    // setting's exact time is below the baseline's (exact or a lower bound),
+    // "after" where its time (exact or a lower bound) is above the
+    // baseline's exact one; anything else is unknown.
+    const bool s_exact = s.reached == s.seeds, b_exact = base->reached == base->seeds;
     int faster = 0, slower = 0, unknown = 0;
     for (size_t i = 0; i < r.bandwidths.size(); ++i) {
       const double d = s.time_to_target[i] - base->time_to_target[i];
       if (!std::isfinite(d))
         ++unknown;
-      else if (d < 0)
+      else if (d < 0 && s_exact)
         ++faster;
-      else
+      else if (d >= 0 && b_exact)
         ++slower;
+      else
+        ++unknown;
     }
     // Whether a run reaches a loss does not depend on the network: a setting
     // that misses the target misses it at every bandwidth.
-    auto never = [](const WhatifSetting& x) {
-      for (double t : x.time_to_target)
-        if (std::isfinite(t)) return false;
-      return true;
-    };
-    if (never(s) || never(*base))
-      md += "- " + s.name + ": no comparison (" + (never(s) ? s.name : r.baseline) + " does not reach " +
-            format_number("%.4g", r.target_loss) + " in every seed).\n";
+    if (s.reached == 0 && base->reached == 0)
+      md += "- " + s.name + ": no comparison (neither it nor " + r.baseline + " reaches " +
+            format_number("%.4g", r.target_loss) + ").\n";
+    else if (unknown > 0 && (!s_exact || !b_exact))
+      md += "- " + s.name + ": no crossover can be placed (" + (s_exact ? r.baseline : s.name) + " reaches " +
+            format_number("%.4g", r.target_loss) + " in " + std::to_string(s_exact ? base->reached : s.reached) +
+            " of " + std::to_string(s_exact ? base->seeds : s.seeds) + " seeds, so its time is a lower bound; " +
+            std::to_string(faster) + " bandwidths decided before, " + std::to_string(slower) + " after).\n";
     else if (slower == 0 && unknown == 0)
       md += "- " + s.name + " reaches the target before " + r.baseline + " at every bandwidth from " + range + ".\n";
     else if (faster == 0 && unknown == 0)

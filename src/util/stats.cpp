@@ -1,9 +1,11 @@
 #include "util/stats.h"
 
+#include <algorithm>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 namespace atl {
@@ -60,6 +62,30 @@ Sign interval_sign(const std::vector<double>& differences, double confidence) {
     all_above = all_above && std::isinf(d) && d > 0;
   }
   return all_below ? Sign::Below : all_above ? Sign::Above : Sign::Unknown;
+}
+
+double paired_t_p_value(const MeanInterval& d) {
+  if (!d.has_interval() || d.n < 2 || !std::isfinite(d.sd)) return std::numeric_limits<double>::quiet_NaN();
+  if (d.sd == 0) return d.mean == 0 ? 1.0 : 0.0;
+  const double t = std::fabs(d.mean) / (d.sd / std::sqrt(double(d.n)));
+  const boost::math::students_t dist(d.n - 1);
+  return std::min(1.0, 2 * boost::math::cdf(boost::math::complement(dist, t)));
+}
+
+std::vector<bool> holm_rejected(const std::vector<double>& p_values, double alpha) {
+  const size_t m = p_values.size();
+  std::vector<size_t> order(m);
+  std::iota(order.begin(), order.end(), size_t{0});
+  // NaN sorts last: it is never rejected and stops the procedure.
+  auto key = [&](size_t i) { return std::isnan(p_values[i]) ? 2.0 : p_values[i]; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  std::vector<bool> rejected(m, false);
+  for (size_t rank = 0; rank < m; ++rank) {
+    const double p = p_values[order[rank]];
+    if (!(p <= alpha / double(m - rank))) break;
+    rejected[order[rank]] = true;
+  }
+  return rejected;
 }
 
 std::string format_mean_interval(const MeanInterval& m, int digits) {

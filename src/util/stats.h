@@ -35,6 +35,19 @@ enum class Sign { Below, Above, Straddles, Unknown };
 // seeds (a target reached by one side and never by the other, every time).
 Sign interval_sign(const std::vector<double>& differences, double confidence = 0.95);
 
+// The two-sided p-value of the paired t test that the mean of the
+// differences summarised by `d` is 0 (Student t with n - 1 degrees of
+// freedom, from Boost.Math). Without an interval (n < 2, non-finite values)
+// it is NaN; with no spread (sd 0) it is 0 for a non-zero mean and 1 for a
+// zero one: every seed gave the same difference.
+double paired_t_p_value(const MeanInterval& d);
+
+// Holm's step-down procedure over m p-values: which hypotheses are rejected
+// with the family-wise error held to `alpha`. Sorted ascending, p_(i) is
+// rejected while p_(i) <= alpha / (m - i + 1); the first that is not stops
+// it. A NaN p-value is never rejected (and counts in m).
+std::vector<bool> holm_rejected(const std::vector<double>& p_values, double alpha = 0.05);
+
 // "1.6512 ± 0.0031" with `digits` decimals ("1.6512" without an interval,
 // when every value was the same, or when the interval would print as 0).
 std::string format_mean_interval(const MeanInterval& m, int digits);

@@ -1,0 +1,185 @@
+// docs/RESULTS.md as a page: every generated table renders, every check says
+// its effect, its pairs and only its computed outcome's text, and no shipped
+// preset's prose claims a verdict its checks do not give (issue 35).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "atoll/experiment.h"
+#include "test_util.h"
+#include "tiny_data.h"
+
+namespace atl {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+
+// The cells of a Markdown table line ("| a | b |" has 2).
+size_t cells(const std::string& line) { return static_cast<size_t>(std::count(line.begin(), line.end(), '|')) - 1; }
+
+// Every table of `md`: its header, delimiter row and body rows all have the
+// same number of cells. Returns how many tables there were.
+int check_tables(const std::string& md) {
+  std::istringstream in(md);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  int tables = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("|", 0) != 0 || (i > 0 && lines[i - 1].rfind("|", 0) == 0)) continue;
+    ++tables;
+    const std::string& header = lines[i];
+    EXPECT_LT(i + 1, lines.size()) << header;
+    if (i + 1 >= lines.size()) break;
+    const std::string& rule = lines[i + 1];
+    EXPECT_EQ(rule.rfind("|---", 0), 0u) << "a table's second line is its delimiter row:\n" << header << "\n" << rule;
+    EXPECT_EQ(cells(rule), cells(header)) << header << "\n" << rule;
+    for (size_t j = i + 2; j < lines.size() && lines[j].rfind("|", 0) == 0; ++j)
+      EXPECT_EQ(cells(lines[j]), cells(header)) << header << "\n" << lines[j];
+  }
+  return tables;
+}
+
+TEST(Results, EveryTableRendersAndEachCheckSaysItsEffectItsPairsAndOnlyItsOutcomesText) {
+  TempDir dir;
+  const std::string preset = dir.path("p.toml");
+  std::ofstream(preset) << "[data]\ndataset = \"text\"\ndir = \"" << tiny_text_dir()
+                        << "\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+                           "[train]\nsteps = 6\nbatch_size = 2\neval_every = 3\neval_batches = 1\nlog_every = 3\n"
+                           "[optim]\nwarmup_steps = 2\n[strategy]\nname = \"diloco\"\nworkers = 2\n"
+                           "[diloco]\ninner_steps = 3\n[run]\nprogress = false\nout_dir = \""
+                        << dir.path("runs") << R"P("
+[sweep]
+name = "page"
+id = "R0"
+title = "page"
+paper_claim = "DiLoCo sends fewer bytes."
+runs = ["ddp: strategy.name=ddp", "diloco: strategy.name=diloco", "single: strategy.name=diloco strategy.workers=1"]
+baseline = "ddp"
+seeds = 2
+target_loss = 1e-6
+effect = 0.01
+[[sweep.claim]]
+text = "DiLoCo sends fewer bytes"
+check = "bytes(diloco) < bytes(ddp)"
+holds = "SAID-HOLDS-1"
+fails = "SAID-FAILS-1"
+inconclusive = "SAID-INCONCLUSIVE-1"
+[[sweep.claim]]
+text = "a closed form"
+check = "copy_seconds(7e9, 2, 100e6) > 1000"
+holds = "SAID-HOLDS-2"
+fails = "SAID-FAILS-2"
+[[sweep.claim]]
+text = "DiLoCo reaches the target first"
+check = "ttt(diloco) < ttt(ddp)"
+holds = "SAID-HOLDS-3"
+inconclusive = "SAID-INCONCLUSIVE-3"
+)P";
+  const SweepSpec spec = load_sweep(preset, {}, {}, false);
+  const std::string before = results_markdown({spec}, "");
+  EXPECT_GE(check_tables(before), 1);
+  EXPECT_EQ(before.find("SAID-"), std::string::npos) << "no outcome's text before there is an outcome\n" << before;
+  SweepOptions opts;
+  opts.exe = kAtoll;
+  opts.quiet = true;
+  run_sweep(spec, opts);
+  const std::string md = results_markdown({spec}, "");
+  EXPECT_GE(check_tables(md), 2) << md;
+  // Paired differences say their pairs; two settings against ddp: Holm's note.
+  EXPECT_NE(md.find("(n=2 pairs)"), std::string::npos) << md;
+  EXPECT_NE(md.find("Holm-adjusted over the 2 settings"), std::string::npos) << md;
+  // No run reaches the target: each is censored at its end.
+  EXPECT_NE(md.find("(0 of 2 reached)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| never"), std::string::npos) << md;
+  // Each check: its effect, and the text of its computed outcome only.
+  EXPECT_NE(md.find("`bytes(diloco) < bytes(ddp)` (effect 0.01): "), std::string::npos) << md;
+  EXPECT_NE(md.find("\n  SAID-HOLDS-1\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("decided exactly"), std::string::npos) << md;  // the closed form
+  EXPECT_NE(md.find("\n  SAID-HOLDS-2\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("\n  SAID-INCONCLUSIVE-3\n"), std::string::npos) << md;  // lower bounds on both sides
+  for (const char* other : {"SAID-FAILS-1", "SAID-INCONCLUSIVE-1", "SAID-FAILS-2", "SAID-HOLDS-3"})
+    EXPECT_EQ(md.find(other), std::string::npos) << other << "\n" << md;
+  EXPECT_NE(md.find("**Verdict: partly reproduced** (2 of 3 checks hold, 0 fail, 0 equivalent, 1 inconclusive)"),
+            std::string::npos)
+      << md;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Words that state an outcome. Negative phrases are removed before the
+// positive words are looked for ("not reproduced" is not "reproduced").
+const std::vector<std::string> kNegative = {"not reproduc", "does not reproduce", "fails", "failed", "contradict"};
+const std::vector<std::string> kPositive = {"reproduc", "holds", "confirm"};
+const std::vector<std::string> kUndecided = {"inconclusive"};
+
+std::string found(const std::string& text, const std::vector<std::string>& words, bool strip_negative) {
+  std::string t = lower(text);
+  if (strip_negative)
+    for (const auto& n : kNegative)
+      for (size_t at; (at = t.find(n)) != std::string::npos;) t.erase(at, n.size());
+  for (const auto& w : words)
+    if (t.find(w) != std::string::npos) return w;
+  return "";
+}
+
+TEST(Presets, NoPagesProseClaimsAVerdictItsChecksDoNotGive) {
+  int presets = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(ATOLL_SOURCE_DIR) + "/configs")) {
+    const std::string file = entry.path().filename().string();
+    if (entry.path().extension() != ".toml" || file.rfind("r", 0) != 0 ||
+        !std::isdigit(static_cast<unsigned char>(file[1])))
+      continue;
+    ++presets;
+    const SweepSpec spec = load_sweep(entry.path().string(), {}, {}, false);
+    // The discussion is printed whatever the checks give: no verdict in it.
+    for (const auto* words : {&kNegative, &kPositive, &kUndecided})
+      EXPECT_EQ(found(spec.discussion, *words, words == &kPositive), "") << file << ": discussion";
+    for (const auto& c : spec.claims) {
+      EXPECT_FALSE(c.holds.empty()) << file << ": '" << c.text << "' says nothing when it holds";
+      EXPECT_FALSE(c.fails.empty()) << file << ": '" << c.text << "' says nothing when it fails";
+      EXPECT_EQ(found(c.holds, kNegative, false), "") << file << ": holds text of '" << c.text << "'";
+      EXPECT_EQ(found(c.holds, kUndecided, false), "") << file << ": holds text of '" << c.text << "'";
+      EXPECT_EQ(found(c.fails, kPositive, true), "") << file << ": fails text of '" << c.text << "'";
+      for (const std::string* open : {&c.equivalent, &c.inconclusive}) {
+        EXPECT_EQ(found(*open, kNegative, false), "") << file << ": '" << c.text << "': " << *open;
+        EXPECT_EQ(found(*open, kPositive, true), "") << file << ": '" << c.text << "': " << *open;
+      }
+    }
+    // Without run folders a preset with runs is "not run" and says no
+    // outcome's text; one with none (a closed form) is judged all the same,
+    // and says only the computed outcome's text.
+    TempDir empty;
+    const std::string page = results_markdown({spec}, empty.str());
+    if (!spec.runs.empty()) EXPECT_NE(page.find("**Verdict: not run**"), std::string::npos) << file;
+    for (const auto& c : spec.claims) {
+      const ClaimVerdict::Outcome computed =
+          spec.runs.empty() ? judge_claim(c.check, {}, 0).outcome : ClaimVerdict::Inconclusive;
+      const std::pair<ClaimVerdict::Outcome, const std::string*> texts[] = {
+          {ClaimVerdict::Holds, &c.holds},
+          {ClaimVerdict::Fails, &c.fails},
+          {ClaimVerdict::Equivalent, &c.equivalent},
+          {ClaimVerdict::Inconclusive, &c.inconclusive}};
+      for (const auto& [outcome, said] : texts) {
+        if (said->empty()) continue;
+        const bool printed = page.find(*said) != std::string::npos;
+        EXPECT_EQ(printed, spec.runs.empty() && outcome == computed) << file << ": " << *said;
+      }
+    }
+  }
+  EXPECT_EQ(presets, 11);
+}
+
+}  // namespace
+}  // namespace atl
