@@ -112,13 +112,18 @@ void print_done(const atl::RunSummary& s) {
   const std::string covered = !in_tokens ? std::to_string(s.final_eval_examples) + (images ? " images" : " examples")
                                          : std::to_string(s.final_eval_examples) + " windows, " +
                                                std::to_string(s.final_eval_tokens) + " tokens";
+  // What the standard error treats as independent (src/train/evaluation.h).
+  const std::string unit = !in_tokens ? (images ? " images" : " examples") : " windows";
+  const std::string se_over = s.final_val_loss_se_unit == "document"
+                                  ? " (clustered by " + std::to_string(s.final_val_loss_se_clusters) + " documents)"
+                                  : " (over " + std::to_string(s.final_val_loss_se_clusters) + unit + ")";
   std::printf(
-      "evaluation: final on %s (%s), standard error %s; took %s = %.1f%% of the run's wall time "
+      "evaluation: final on %s (%s), standard error %s%s; took %s = %.1f%% of the run's wall time "
       "(all evaluations and agreement measurements: %.1f%%)\n",
       s.final_eval != "full" ? "the fixed sample"
       : images               ? "the whole test split"
                              : "the whole validation split",
-      covered.c_str(), number_text("%.4f", s.final_val_loss_se).c_str(),
+      covered.c_str(), number_text("%.4f", s.final_val_loss_se).c_str(), se_over.c_str(),
       format_duration(s.final_eval_wall_seconds).c_str(),
       s.wall_seconds > 0 ? 100 * s.final_eval_wall_seconds / s.wall_seconds : 0.0,
       s.wall_seconds > 0 ? 100 * std::min(1.0, s.eval_wall_seconds / s.wall_seconds) : 0.0);

@@ -122,7 +122,8 @@ class TokenBatchSampler {
  public:
   TokenBatchSampler(const TokenSplit& split, std::vector<TokenRange> ranges, int64_t block_size, uint64_t seed);
   // x: (B, T) int64 inputs, y: (B, T) int64 targets (x shifted by one).
-  void next(int64_t batch_size, at::Tensor& x, at::Tensor& y);
+  // `starts`, if given, receives each window's first token position.
+  void next(int64_t batch_size, at::Tensor& x, at::Tensor& y, std::vector<int64_t>* starts = nullptr);
   // The generator's position (checkpoints): set_state(state()) continues
   // with the same batches.
   uint64_t state() const { return state_; }
@@ -138,8 +139,14 @@ class TokenBatchSampler {
 
 // Fixed evaluation batches: `count` batches drawn once from the whole split
 // with `seed`, so every evaluation (and every strategy) sees the same tokens.
+// `starts`, if given, receives every window's first token position, in order.
 std::vector<std::pair<at::Tensor, at::Tensor>> fixed_token_batches(const TokenSplit& split, int64_t block_size,
-                                                                   int64_t batch_size, int64_t count, uint64_t seed);
+                                                                   int64_t batch_size, int64_t count, uint64_t seed,
+                                                                   std::vector<int64_t>* starts = nullptr);
+
+// The document (index into split.doc_starts) that token position `position`
+// belongs to: the last one starting at or before it.
+int64_t document_of(const TokenSplit& split, int64_t position);
 
 // MNIST: images as uint8 (N, 28, 28), labels uint8 (N).
 struct MnistSplit {

@@ -60,8 +60,11 @@ struct RunData {
   // made before it was logged, or when undefined.
   double final_update_correlation = std::numeric_limits<double>::quiet_NaN();
   double final_disagreement = std::numeric_limits<double>::quiet_NaN();
-  // Standard error of final_val_loss over evaluated examples; NaN if not recorded.
+  // Standard error of final_val_loss (src/train/evaluation.h); NaN if not
+  // recorded. Its unit: "document" (clustered by document) or "example";
+  // "" for runs made before it was recorded (those are over examples).
   double final_val_loss_se = std::numeric_limits<double>::quiet_NaN();
+  std::string final_val_loss_se_unit;
   double wall_seconds = 0;
   // Evaluations, in order: step, validation loss, bytes sent per worker and
   // simulated seconds at that evaluation.

@@ -67,8 +67,13 @@ struct RunSummary {
   double final_val_accuracy = std::numeric_limits<double>::quiet_NaN();
   int64_t global_batch_tokens = 0;    // per step, all workers
   int64_t global_batch_examples = 0;  // per step, all workers
-  // Its standard error over examples (windows or images); NaN if unknown.
+  // Its standard error (src/train/evaluation.h); NaN if unknown. Clustered
+  // by document for token data with document starts (unit "document"),
+  // else over examples: windows, images, rows (unit "example"); clusters:
+  // how many documents (or examples) it was computed over.
   double final_val_loss_se = std::numeric_limits<double>::quiet_NaN();
+  std::string final_val_loss_se_unit;  // "document" | "example" ("" before the final evaluation)
+  int64_t final_val_loss_se_clusters = 0;
   std::string final_eval;              // "full" (whole validation split) | "sample" (train.final_eval)
   int64_t final_eval_examples = 0;     // windows (images) the final evaluation covered
   int64_t final_eval_tokens = 0;       // tokens (images) it covered

@@ -100,7 +100,7 @@ TokenBatchSampler::TokenBatchSampler(const TokenSplit& split, std::vector<TokenR
         "iid chunk");
 }
 
-void TokenBatchSampler::next(int64_t batch_size, at::Tensor& x, at::Tensor& y) {
+void TokenBatchSampler::next(int64_t batch_size, at::Tensor& x, at::Tensor& y, std::vector<int64_t>* starts) {
   if (batch_size < 1) throw std::invalid_argument("batch_size must be >= 1, got " + std::to_string(batch_size));
   const int64_t t = block_size_;
   x = at::empty({batch_size, t}, at::kLong);  // (B, T)
@@ -116,6 +116,7 @@ void TokenBatchSampler::next(int64_t batch_size, at::Tensor& x, at::Tensor& y) {
                                        cumulative_starts_.begin());
     const int64_t before = k == 0 ? 0 : cumulative_starts_[k - 1];
     const int64_t start = ranges_[k].begin + (r - before);
+    if (starts) starts->push_back(start);
     const uint16_t* w = tokens + start;
     for (int64_t i = 0; i < t; ++i) {
       xp[b * t + i] = w[i];
@@ -125,17 +126,25 @@ void TokenBatchSampler::next(int64_t batch_size, at::Tensor& x, at::Tensor& y) {
 }
 
 std::vector<std::pair<at::Tensor, at::Tensor>> fixed_token_batches(const TokenSplit& split, int64_t block_size,
-                                                                   int64_t batch_size, int64_t count, uint64_t seed) {
+                                                                   int64_t batch_size, int64_t count, uint64_t seed,
+                                                                   std::vector<int64_t>* starts) {
   if (count < 0) throw std::invalid_argument("batch count must be >= 0, got " + std::to_string(count));
   TokenBatchSampler sampler(split, {TokenRange{0, static_cast<int64_t>(split.tokens.size())}}, block_size, seed);
   std::vector<std::pair<at::Tensor, at::Tensor>> out;
   out.reserve(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     at::Tensor x, y;
-    sampler.next(batch_size, x, y);
+    sampler.next(batch_size, x, y, starts);
     out.emplace_back(std::move(x), std::move(y));
   }
   return out;
+}
+
+int64_t document_of(const TokenSplit& split, int64_t position) {
+  const auto& d = split.doc_starts;
+  // load_token_data checks that the first start is 0, so every position has one.
+  const auto it = std::upper_bound(d.begin(), d.end(), position);
+  return it == d.begin() ? 0 : static_cast<int64_t>(it - d.begin()) - 1;
 }
 
 std::vector<int64_t> shard_indices(int64_t n, const std::vector<int64_t>& labels, int64_t worker, int64_t workers,

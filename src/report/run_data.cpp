@@ -130,6 +130,8 @@ RunData parse_run(const std::string& dir_text, const std::string& summary_text, 
       run.final_update_correlation = number_or_nan(e, "final_update_correlation");
       run.final_disagreement = number_or_nan(e, "final_disagreement");
       run.final_val_loss_se = number_or_nan(e, "final_val_loss_se");
+      if (e.contains("final_val_loss_se_unit") && e["final_val_loss_se_unit"].is_string())
+        run.final_val_loss_se_unit = e["final_val_loss_se_unit"].get<std::string>();
       run.network_seconds = number_or(e, "network_model_s_per_worker", 0);
       run.intra_network_seconds = number_or(e, "intra_network_model_s_per_worker", 0);
       if (e.contains("ledger_per_worker") && e["ledger_per_worker"].is_array())

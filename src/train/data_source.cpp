@@ -85,9 +85,11 @@ DataSource::DataSource(const Config& cfg) : cfg_(cfg) {
   }
   text_ = std::make_shared<TokenData>(load_token_data(dir, cfg.data.vocab_size));
   vocab_size_ = text_->vocab_size;
-  for (auto& b :
-       fixed_token_batches(text_->val, cfg.model.block_size, cfg.train.batch_size, cfg.train.eval_batches, eval_seed))
+  std::vector<int64_t> starts;
+  for (auto& b : fixed_token_batches(text_->val, cfg.model.block_size, cfg.train.batch_size, cfg.train.eval_batches,
+                                     eval_seed, &starts))
     eval_batches_.push_back(b);
+  for (int64_t start : starts) eval_documents_.push_back(document_of(text_->val, start));
   if (cfg.train.final_eval == "full" && full_eval_examples() == 0)
     throw std::runtime_error("train.final_eval = 'full': the validation split of '" + dir + "' has " +
                              std::to_string(text_->val.tokens.size()) + " tokens, fewer than one window of " +
@@ -120,6 +122,15 @@ Batch DataSource::full_eval_batch(int64_t first, int64_t count) const {
     yp[i] = tokens[i + 1];
   }
   return b;
+}
+
+std::vector<int64_t> DataSource::full_eval_documents() const {
+  std::vector<int64_t> out;
+  if (!text_) return out;
+  const int64_t windows = full_eval_examples();
+  out.reserve(static_cast<size_t>(windows));
+  for (int64_t i = 0; i < windows; ++i) out.push_back(document_of(text_->val, i * cfg_.model.block_size));
+  return out;
 }
 
 int64_t DataSource::train_tokens() const {

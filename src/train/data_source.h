@@ -48,6 +48,11 @@ class DataSource {
   // batches of train.batch_size (MNIST and npy: the first ones of the
   // validation split, in order; text: windows drawn once with a fixed seed).
   const std::vector<Batch>& eval_batches() const { return eval_batches_; }
+  // The document each example of eval_batches() starts in (in order, batch
+  // by batch): an index into the validation split's document starts; empty
+  // for data without documents (MNIST, npy). Text without meta.json's
+  // val_docs is one document.
+  const std::vector<int64_t>& eval_documents() const { return eval_documents_; }
   // The full evaluation: every non-overlapping window of model.block_size
   // tokens in the validation split (targets: the window shifted by one, so
   // the last window ends at the split's second-to-last token), every image
@@ -57,6 +62,9 @@ class DataSource {
   // inputs and targets, or (count, 1, 28, 28) images and (count) labels, or
   // npy rows [first, first + count) (integers as int64).
   Batch full_eval_batch(int64_t first, int64_t count) const;
+  // The document each of the full evaluation's examples starts in, as
+  // eval_documents() (full_eval_examples() of them; empty without documents).
+  std::vector<int64_t> full_eval_documents() const;
 
  private:
   Config cfg_;
@@ -65,6 +73,7 @@ class DataSource {
   std::shared_ptr<NpyData> npy_;
   int64_t vocab_size_ = 0;
   std::vector<Batch> eval_batches_;
+  std::vector<int64_t> eval_documents_;
 };
 
 // The folder a data set is read from: data.dir, or <data_root>/<dataset>.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -15,17 +16,37 @@
 
 namespace atl {
 
-EvalResult summarize_example_losses(const std::vector<double>& losses, int64_t tokens_per_example) {
+EvalResult summarize_example_losses(const std::vector<double>& losses, int64_t tokens_per_example,
+                                    const std::vector<int64_t>& documents) {
   EvalResult r;
   const int64_t n = static_cast<int64_t>(losses.size());
+  if (!documents.empty() && documents.size() != losses.size())
+    throw std::logic_error("summarize_example_losses: " + std::to_string(documents.size()) + " document ids for " +
+                           std::to_string(n) + " losses");
   r.examples = n;
   r.tokens = n * tokens_per_example;
+  r.se_clusters = n;
   if (n == 0) return r;
   // Two passes: the mean first, then squared deviations from it, so a
   // small spread around a large mean loses no digits.
   double sum = 0;
   for (double l : losses) sum += l;
   r.loss = sum / double(n);
+  // Per document, the sum of its deviations from the mean: S_g - n_g x̄,
+  // summed as deviations for the same reason. std::map: a fixed order.
+  std::map<int64_t, double> deviation;
+  for (size_t i = 0; i < documents.size(); ++i) deviation[documents[i]] += losses[i] - r.loss;
+  const int64_t g = static_cast<int64_t>(deviation.size());
+  if (g >= 2) {
+    double squares = 0;
+    for (const auto& [doc, d] : deviation) squares += d * d;
+    r.se = std::sqrt(double(g) / double(g - 1) * squares) / double(n);
+    r.se_unit = "document";
+    r.se_clusters = g;
+    return r;
+  }
+  // Every example its own cluster: the formula above reduces to sd / sqrt(n),
+  // computed as it always was, so these figures keep their bits.
   if (n < 2) return r;
   double squares = 0;
   for (double l : losses) squares += (l - r.loss) * (l - r.loss);
@@ -68,7 +89,7 @@ EvalResult evaluate_batches(Model& model, const BatchSource& next, std::vector<d
 
 EvalResult evaluate_batches_parallel(const std::vector<Model*>& models,
                                      const std::vector<std::pair<at::Tensor, at::Tensor>>& batches,
-                                     std::vector<double>* per_example) {
+                                     std::vector<double>* per_example, const std::vector<int64_t>& documents) {
   if (models.empty()) throw std::logic_error("evaluate_batches_parallel needs at least one model");
   const size_t threads = std::max<size_t>(1, std::min(models.size(), batches.size()));
   std::vector<std::vector<double>> losses(batches.size());
@@ -103,7 +124,7 @@ EvalResult evaluate_batches_parallel(const std::vector<Model*>& models,
     if (e) std::rethrow_exception(e);
   std::vector<double> all;
   for (const auto& l : losses) all.insert(all.end(), l.begin(), l.end());
-  EvalResult r = summarize_example_losses(all, models[0]->tokens_per_example());
+  EvalResult r = summarize_example_losses(all, models[0]->tokens_per_example(), documents);
   const bool classified = std::all_of(correct.begin(), correct.end(), [](int64_t c) { return c >= 0; });
   if (!batches.empty() && r.examples > 0 && classified) {
     r.correct = 0;

@@ -210,6 +210,8 @@ void Observer::observe(const Observation& o) {
     }
     e["val_loss"] = r.loss;
     e["val_loss_se"] = number_or_null(r.se);
+    e["val_loss_se_unit"] = r.se_unit;  // "document": clustered by the split's documents
+    e["val_loss_se_clusters"] = r.se_clusters;
     // A perplexity is a language model's figure; a classifier has its accuracy.
     if (task_ == "language") e["val_ppl"] = std::exp(r.loss);
     if (task_ == "classification") e["val_accuracy"] = number_or_null(r.accuracy);
@@ -292,14 +294,17 @@ EvalResult Observer::evaluate(const std::string& which, const Observation& o, bo
   // Large batches for the full evaluation: no activations are kept for a
   // backward pass, so a batch costs only its forward pass's memory.
   std::vector<Batch> batches;
+  std::vector<int64_t> documents;  // each example's, for the standard error
   if (full) {
     const int64_t total = data_.full_eval_examples(), batch = cfg_.train.eval_batch_size;
     for (int64_t first = 0; first < total; first += batch)
       batches.push_back(data_.full_eval_batch(first, std::min(batch, total - first)));
+    documents = data_.full_eval_documents();
   } else {
     batches = data_.eval_batches();
+    documents = data_.eval_documents();
   }
-  return evaluate_batches_parallel(eval_models(batches.size()), batches);
+  return evaluate_batches_parallel(eval_models(batches.size()), batches, nullptr, documents);
 }
 
 // The evaluated model and, while the workers are parked, one replica of it
@@ -376,6 +381,8 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
   summary_.final_train_loss = loss;
   summary_.final_val_loss = last_val_loss_;
   summary_.final_val_loss_se = final_eval_.se;
+  summary_.final_val_loss_se_unit = final_eval_.se_unit;
+  summary_.final_val_loss_se_clusters = final_eval_.se_clusters;
   summary_.task = task_;
   if (task_ == "classification") summary_.final_val_accuracy = final_eval_.accuracy;
   summary_.global_batch_examples = cfg_.train.batch_size * workers_;
@@ -435,6 +442,8 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
       {"final_update_correlation", number_or_null(summary_.final_update_correlation)},
       {"final_disagreement", number_or_null(summary_.final_disagreement)},
       {"final_val_loss_se", number_or_null(summary_.final_val_loss_se)},
+      {"final_val_loss_se_unit", summary_.final_val_loss_se_unit},
+      {"final_val_loss_se_clusters", summary_.final_val_loss_se_clusters},
       {"final_eval", summary_.final_eval},
       {"final_eval_examples", summary_.final_eval_examples},
       {"final_eval_tokens", summary_.final_eval_tokens},

@@ -156,6 +156,8 @@ void write_summary(const fs::path& dir, const RunSummary& s) {
     if (s.task == "classification") summary["final_val_accuracy"] = maybe(s.final_val_accuracy);
   }
   summary["final_val_loss_se"] = maybe(s.final_val_loss_se);
+  summary["final_val_loss_se_unit"] = s.final_val_loss_se_unit;
+  summary["final_val_loss_se_clusters"] = s.final_val_loss_se_clusters;
   summary["final_eval"] = s.final_eval;
   summary["final_eval_examples"] = s.final_eval_examples;
   summary["final_eval_tokens"] = s.final_eval_tokens;
