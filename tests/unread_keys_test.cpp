@@ -35,9 +35,10 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 TEST(UnreadKeys, AnOverrideOfASectionTheMethodDoesNotReadIsRefusedNamingTheMethodAndWhatItReads) {
   const std::string msg = problems("", {"strategy.name=sparta", "strategy.workers=2", "diloco.ddp_warmup_steps=100"});
-  EXPECT_TRUE(has(msg, "diloco.ddp_warmup_steps=100: strategy 'sparta' reads no [diloco] keys (it reads [sparta]); "
-                       "drop it, or choose a method that reads diloco.ddp_warmup_steps: diloco, sparta_diloco, "
-                       "streaming"))
+  EXPECT_TRUE(has(msg,
+                  "diloco.ddp_warmup_steps=100: strategy 'sparta' reads no [diloco] keys (it reads [sparta]); "
+                  "drop it, or choose a method that reads diloco.ddp_warmup_steps: diloco, sparta_diloco, "
+                  "streaming"))
       << msg;
   // Every method-section key the method does not read, one problem each; a
   // method that reads no method section says so.
@@ -50,8 +51,9 @@ TEST(UnreadKeys, AnOverrideOfASectionTheMethodDoesNotReadIsRefusedNamingTheMetho
 TEST(UnreadKeys, AKeyOfASectionTheMethodReadsOnlyInPartIsRefusedNamingTheKeysItReads) {
   // PALSGD has its own warm-up key; of [diloco] it reads robust aggregation.
   const std::string palsgd = problems("", {"strategy.name=palsgd", "strategy.workers=2", "diloco.ddp_warmup_steps=9"});
-  EXPECT_TRUE(has(palsgd, "diloco.ddp_warmup_steps=9: strategy 'palsgd' does not read diloco.ddp_warmup_steps (of "
-                          "[diloco] it reads diloco.aggregator, diloco.trim_fraction, diloco.clip_norm)"))
+  EXPECT_TRUE(has(palsgd,
+                  "diloco.ddp_warmup_steps=9: strategy 'palsgd' does not read diloco.ddp_warmup_steps (of "
+                  "[diloco] it reads diloco.aggregator, diloco.trim_fraction, diloco.clip_norm)"))
       << palsgd;
   // Streaming sends with streaming.codec and takes its own outer step.
   const std::string streaming = problems("", {"strategy.name=streaming", "strategy.workers=2", "diloco.codec=fp16"});
@@ -66,18 +68,17 @@ TEST(UnreadKeys, KeysTheMethodReadsAndSharedSectionsAreAcceptedAsOverridesTheOth
                           "train.steps=10", "network.bandwidth=1Gbit/s"}),
             "");
   EXPECT_EQ(problems("", {"strategy.name=localsgd", "strategy.workers=2", "diloco.inner_steps=7"}), "");
-  EXPECT_EQ(problems("", {"strategy.name=diloco", "strategy.workers=2", "diloco.ddp_warmup_steps=5",
-                          "ddp.bucket_mb=5"}),
-            "");
+  EXPECT_EQ(
+      problems("", {"strategy.name=diloco", "strategy.workers=2", "diloco.ddp_warmup_steps=5", "ddp.bucket_mb=5"}), "");
   // The method is the one the overrides end with, whatever their order.
   EXPECT_EQ(problems("", {"sparta.p=0.01", "strategy.workers=2", "strategy.name=sparta"}), "");
 }
 
 TEST(UnreadKeys, TheSameKeyInTheConfigFileIsAccepted) {
   TempDir dir;
-  const std::string path =
-      dir.write("c.toml", "[strategy]\nname = \"sparta\"\nworkers = 2\n[diloco]\nddp_warmup_steps = 100\n"
-                          "[palsgd]\np = 0.1\n[demo]\nbeta = 0.9\n");
+  const std::string path = dir.write("c.toml",
+                                     "[strategy]\nname = \"sparta\"\nworkers = 2\n[diloco]\nddp_warmup_steps = 100\n"
+                                     "[palsgd]\np = 0.1\n[demo]\nbeta = 0.9\n");
   EXPECT_EQ(problems(path, {}), "");
   EXPECT_EQ(problems(path, {"train.steps=10"}), "");
   // The file's method is the one overrides are held to.
@@ -136,13 +137,14 @@ TEST(UnreadKeys, SweepWideOverridesReachTheRunsThatReadThemAndOneNoRunReadsIsRef
                                   "quick = [\"diloco.inner_steps=4\", \"train.steps=8\"]\n");
   const SweepSpec spec = load_sweep(path, {}, {"sparta.p=0.2", "optim.lr=0.01"}, true);
   ASSERT_EQ(spec.runs.size(), 2u);
-  EXPECT_EQ(spec.runs[0].overrides,
-            (std::vector<std::string>{"diloco.inner_steps=4", "train.steps=8", "strategy.name=diloco", "optim.lr=0.01"}));
+  EXPECT_EQ(spec.runs[0].overrides, (std::vector<std::string>{"diloco.inner_steps=4", "train.steps=8",
+                                                              "strategy.name=diloco", "optim.lr=0.01"}));
   EXPECT_EQ(spec.runs[1].overrides,
             (std::vector<std::string>{"train.steps=8", "strategy.name=sparta", "sparta.p=0.2", "optim.lr=0.01"}));
   const std::string none = testing::invalid_argument_message([&] { load_sweep(path, {}, {"demo.topk=8"}, false); });
-  EXPECT_TRUE(has(none, "demo.topk=8 (for every run) is read by no run of the sweep (run 'd': strategy 'diloco' "
-                        "reads no [demo] keys"))
+  EXPECT_TRUE(has(none,
+                  "demo.topk=8 (for every run) is read by no run of the sweep (run 'd': strategy 'diloco' "
+                  "reads no [demo] keys"))
       << none;
 }
 
@@ -158,8 +160,9 @@ TEST(UnreadKeys, TheCommandLineRefusesItBeforeAnyWork) {
   const std::string out = testing::read_text(log);
   EXPECT_TRUE(has(out, "diloco.ddp_warmup_steps=100: strategy 'sparta' reads no [diloco] keys")) << out;
   // The key a method reads passes.
-  EXPECT_EQ(std::system((std::string(ATOLL_BINARY_DIR) + "/atoll config --strategy=sparta --workers=2 "
-                                                         "--sparta.p=0.01 > '" +
+  EXPECT_EQ(std::system((std::string(ATOLL_BINARY_DIR) +
+                         "/atoll config --strategy=sparta --workers=2 "
+                         "--sparta.p=0.01 > '" +
                          log + "' 2>&1")
                             .c_str()),
             0)

@@ -42,10 +42,10 @@ std::string unread_key_problem(const Config& cfg, const std::string& key) {
   for (const Method& m : strategy_table())
     if (method_reads(m, key)) readers += (readers.empty() ? "" : ", ") + std::string(m.name);
   const std::string name = "strategy '" + cfg.strategy.name + "'";
-  std::string why = of_section.empty()
-                        ? name + " reads no [" + section + "] keys (it reads " + describe_reads(method->reads) + ")"
-                        : name + " does not read " + key + " (of [" + section + "] it reads " +
-                              describe_reads(of_section) + ")";
+  std::string why =
+      of_section.empty()
+          ? name + " reads no [" + section + "] keys (it reads " + describe_reads(method->reads) + ")"
+          : name + " does not read " + key + " (of [" + section + "] it reads " + describe_reads(of_section) + ")";
   why += "; drop it, or choose a method that reads " + key + ": " + readers;
   if (gradient_key) why += " (with islands.devices > 1 every method reads it)";
   return why;
