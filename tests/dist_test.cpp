@@ -38,15 +38,24 @@ const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
 // mechanism within 12 steps on the generated text.
 std::vector<std::string> tiny_overrides(const std::string& strategy, const std::string& out_dir,
                                         const std::string& name) {
-  return {"data.dataset=text", "data.dir=" + tiny_text_dir(), "model.n_layer=2", "model.n_head=2", "model.n_embd=16",
-          "model.block_size=16", "optim.warmup_steps=2", "train.steps=12", "train.batch_size=4", "train.eval_every=6",
-          "train.eval_batches=2", "train.log_every=3", "strategy.name=" + strategy, "strategy.workers=2",
-          "strategy.correlation_every=6", "diloco.inner_steps=4", "noloco.inner_steps=4", "palsgd.inner_steps=4",
-          "palsgd.ddp_warmup_steps=2", "sparta.p=0.05", "streaming.fragment_blocks=1", "run.progress=false",
-          "run.out_dir=" + out_dir, "run.name=" + name,
-          // Modelled compute and a 10 Mbit/s, 5 ms network: compute and network
-          // time are then deterministic and must agree between the drivers too.
-          "network.compute_time=flops", "network.bandwidth=10Mbit/s", "network.latency=5ms"};
+  const std::vector<std::string> all = {
+      "data.dataset=text", "data.dir=" + tiny_text_dir(), "model.n_layer=2", "model.n_head=2", "model.n_embd=16",
+      "model.block_size=16", "optim.warmup_steps=2", "train.steps=12", "train.batch_size=4", "train.eval_every=6",
+      "train.eval_batches=2", "train.log_every=3", "strategy.name=" + strategy, "strategy.workers=2",
+      "strategy.correlation_every=6", "diloco.inner_steps=4", "noloco.inner_steps=4", "palsgd.inner_steps=4",
+      "palsgd.ddp_warmup_steps=2", "sparta.p=0.05", "streaming.fragment_blocks=1", "run.progress=false",
+      "run.out_dir=" + out_dir, "run.name=" + name,
+      // Modelled compute and a 10 Mbit/s, 5 ms network: compute and network
+      // time are then deterministic and must agree between the drivers too.
+      "network.compute_time=flops", "network.bandwidth=10Mbit/s", "network.latency=5ms"};
+  // Each method's keys only for a method that reads them: an override the
+  // chosen method does not read is refused (atoll/setup.h).
+  Config chosen;
+  chosen.strategy.name = strategy;
+  std::vector<std::string> out;
+  for (const auto& o : all)
+    if (unread_key_problem(chosen, o.substr(0, o.find('='))).empty()) out.push_back(o);
+  return out;
 }
 
 std::vector<std::string> as_flags(const std::vector<std::string>& overrides) {

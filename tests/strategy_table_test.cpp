@@ -50,6 +50,33 @@ TEST(StrategyTable, EveryKeyOfTheTableNamesAConfigFieldOfItsType) {
   EXPECT_EQ(method_warmup_steps(c), 3);
 }
 
+TEST(StrategyTable, WhatEveryMethodReadsNamesAMethodSectionOrAKeyOfOne) {
+  Config c;
+  std::set<std::string> keys, sections;
+  visit_fields(c, [&](FieldRef& f) {
+    keys.insert(f.name);
+    sections.insert(f.name.substr(0, f.name.find('.')));
+  });
+  for (const Method& m : strategy_table())
+    for (const std::string& word : m.reads)
+      EXPECT_TRUE(word.find('.') == std::string::npos ? sections.count(word) > 0 : keys.count(word) > 0)
+          << m.name << " reads '" << word << "', which is no config section or key";
+  // The per-method sections, and only they: overrides of the shared ones
+  // ([train], [codec], [faults], ...) are never refused.
+  const std::vector<std::string> got = method_sections();
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()),
+            (std::set<std::string>{"ddp", "diloco", "sparta", "palsgd", "demo", "streaming", "noloco"}));
+}
+
+TEST(StrategyTable, EveryMethodReadsItsCodecAndWarmupKeysAndAWarmupTheGradientAllReduceKeys) {
+  for (const Method& m : strategy_table()) {
+    for (const std::string& key : m.codec_keys) EXPECT_TRUE(method_reads(m, key)) << m.name << ": " << key;
+    if (m.warmup_key == nullptr) continue;
+    EXPECT_TRUE(method_reads(m, m.warmup_key)) << m.name << ": " << m.warmup_key;
+    for (const std::string& key : gradient_allreduce_keys()) EXPECT_TRUE(method_reads(m, key)) << m.name << ": " << key;
+  }
+}
+
 TEST(StrategyTable, TheDiLoCoFamilyNamesItsWarmupKeyAndNullptrMeansNoWarmup) {
   // Every method that reads [diloco]'s outer step has its warm-up
   // (strategy/ddp_warmup.h); a method without a key has none, whatever

@@ -74,7 +74,8 @@ std::vector<BenchFigure> run_benchmarks(const BenchOptions& opts, std::ostream& 
   }
   bench::Context ctx;
   ctx.opts = opts;
-  ctx.cfg = load_config(opts.config_path, opts.overrides);
+  // The groups run every method from this config, so any method's keys may be set.
+  ctx.cfg = load_config(opts.config_path, opts.overrides, OverrideCheck::kAnyMethod);
   ctx.cores = available_cores();
   ctx.budget = opts.quick ? 0.3 : 1.0;
   tune_allocator();  // as in training: freed buffers stay mapped

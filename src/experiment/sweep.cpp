@@ -267,19 +267,42 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   }
   // Quick overrides shorten the preset itself, so a run's own keys and its
   // grid values still win; command-line overrides win over everything.
-  const auto quick_overrides = string_list(*sweep, "quick", preset);
-  for (auto& r : spec.runs) {
-    if (quick) r.overrides.insert(r.overrides.begin(), quick_overrides.begin(), quick_overrides.end());
-    for (const auto& e : extra) r.overrides.push_back(e);
-  }
+  std::vector<std::string> quick_overrides;
+  if (quick) quick_overrides = string_list(*sweep, "quick", preset);
   if (quick) spec.name += "_quick";
-
+  // Quick and command-line overrides go to every run, whatever its method,
+  // as the preset's own keys do: a run keeps those its method reads (an
+  // override its method does not read is refused, setup.h), and one that no
+  // run reads is refused. A run's own overrides and grid values are its
+  // method's alone: load_config() refuses any its method does not read.
+  std::set<std::string> read_by_some;         // every-run overrides some run reads
+  std::map<std::string, std::string> unread;  // every-run override -> why the first run not reading it does not
   std::set<std::string> names;
   std::vector<SweepRun> seeded;
   for (auto& r : spec.runs) {
     if (!names.insert(r.name).second) bad(preset, "two runs are named '" + r.name + "'");
     int64_t seed = 0;
     try {
+      std::vector<std::string> all = quick_overrides;
+      all.insert(all.end(), r.overrides.begin(), r.overrides.end());
+      all.insert(all.end(), extra.begin(), extra.end());
+      const Config any = load_config(preset, all, OverrideCheck::kAnyMethod);
+      std::vector<std::string> kept;
+      auto keep_read = [&](const std::vector<std::string>& every_run) {
+        for (const auto& o : every_run) {
+          const std::string why = unread_key_problem(any, o.substr(0, o.find('=')));
+          if (!why.empty()) {
+            unread.emplace(o, "run '" + r.name + "': " + why);
+            continue;
+          }
+          kept.push_back(o);
+          read_by_some.insert(o);
+        }
+      };
+      keep_read(quick_overrides);
+      kept.insert(kept.end(), r.overrides.begin(), r.overrides.end());
+      keep_read(extra);
+      r.overrides = std::move(kept);
       seed = load_config(preset, r.overrides).run.seed;
     } catch (const ConfigError& e) {
       throw std::invalid_argument(preset + ": run '" + r.name + "': " + e.what());
@@ -301,6 +324,9 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
     }
   }
   spec.runs = std::move(seeded);
+  for (const auto& [o, why] : unread)
+    if (!read_by_some.count(o))
+      throw std::invalid_argument(preset + ": " + o + " (for every run) is read by no run of the sweep (" + why + ")");
   if (!spec.baseline.empty() && !names.count(spec.baseline))
     bad(preset, "baseline '" + spec.baseline + "' is not one of the runs");
 

@@ -32,7 +32,7 @@ std::unique_ptr<Strategy> make(const Config& cfg, std::vector<at::Tensor> params
 std::unique_ptr<Strategy> make_strategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
                                         const std::vector<std::string>& names) {
   const std::string& name = cfg.strategy.name;
-#define ATOLL_METHOD(method_name, traits, warmup_key, validate, cls, codec_keys) \
+#define ATOLL_METHOD(method_name, traits, warmup_key, validate, cls, codec_keys, reads) \
   if (name == method_name) return make<cls>(cfg, std::move(params), comm, names);
 #include "strategy/methods.def"
 #undef ATOLL_METHOD

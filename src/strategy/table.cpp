@@ -11,7 +11,7 @@
 namespace atl {
 namespace {
 
-// "a b" -> {"a", "b"}: a line's codec keys (methods.def).
+// "a b" -> {"a", "b"}: a line's codec keys or what it reads (methods.def).
 std::vector<std::string> split_keys(const std::string& text) {
   std::vector<std::string> keys;
   std::istringstream in(text);
@@ -23,8 +23,8 @@ std::vector<std::string> split_keys(const std::string& text) {
 
 const std::vector<Method>& strategy_table() {
   static const std::vector<Method> table = {
-#define ATOLL_METHOD(name, traits, warmup_key, validate, cls, codec_keys) \
-  {name, traits, split_keys(codec_keys), warmup_key, validate},
+#define ATOLL_METHOD(name, traits, warmup_key, validate, cls, codec_keys, reads) \
+  {name, traits, split_keys(codec_keys), warmup_key, validate, split_keys(reads)},
 #include "strategy/methods.def"
 #undef ATOLL_METHOD
   };
@@ -67,6 +67,28 @@ FieldRef field_named(Config& cfg, const std::string& key) {
 }  // namespace
 
 std::string strategy_choices() { return join_choices(names_with(0)); }
+
+std::vector<std::string> method_sections() {
+  std::vector<std::string> sections;
+  for (const Method& m : strategy_table())
+    for (const std::string& word : m.reads) {
+      const std::string section = word.substr(0, word.find('.'));
+      if (!one_of(section, sections)) sections.push_back(section);
+    }
+  return sections;
+}
+
+bool method_reads(const Method& m, const std::string& key) {
+  const std::string section = key.substr(0, key.find('.'));
+  for (const std::string& word : m.reads)
+    if (word == key || word == section) return true;
+  return false;
+}
+
+const std::vector<std::string>& gradient_allreduce_keys() {
+  static const std::vector<std::string> keys = {"ddp.overlap", "ddp.bucket_mb", "ddp.first_bucket_mb"};
+  return keys;
+}
 
 int64_t method_warmup_steps(const Config& cfg) {
   const Method* m = find_method(cfg.strategy.name);

@@ -1,8 +1,9 @@
 // The strategy table: one line per method (methods.def) with its name, its
-// traits, its own config rules and its class. validate(), `atoll train
-// --help`, the benchmarks and the tests read the rules here; make_strategy()
-// (make_strategy.cpp) builds the class. Adding a method is its file pair plus
-// one line in methods.def.
+// traits, its own config rules, its class and what it reads of the method
+// sections (setup refuses an override the chosen method does not read).
+// validate(), `atoll train --help`, the benchmarks and the tests read the
+// rules here; make_strategy() (make_strategy.cpp) builds the class. Adding a
+// method is its file pair plus one line in methods.def.
 // Torch-free (config's help strings and the fuzz build include it).
 #pragma once
 
@@ -34,6 +35,8 @@ struct Method {
   std::vector<std::string> codec_keys;  // config keys naming a payload codec it uses ("diloco.codec")
   const char* warmup_key;               // its DDP warm-up steps' key; nullptr: it has no warm-up
   ValidateFn validate;                  // its own rules; nullptr if it has none beyond the shared checks
+  std::vector<std::string> reads;       // what it reads of the method sections: "diloco" (the whole
+                                        // section) or "diloco.inner_steps" (that key alone)
 };
 
 // Every method, in the order help, errors and benchmarks list them.
@@ -42,6 +45,17 @@ const std::vector<Method>& strategy_table();
 const Method* find_method(const std::string& name);
 // "single | ddp | ... ": the names for help and errors.
 std::string strategy_choices();
+
+// The method sections: those some method's `reads` names ([ddp] [diloco]
+// [sparta] ...). The other sections ([train], [codec], [faults], ...) are
+// shared by every method.
+std::vector<std::string> method_sections();
+// Whether method `m` reads the dotted `key` (its section whole, or the key).
+bool method_reads(const Method& m, const std::string& key);
+// The keys every gradient all-reduce reads (GradientAverager, baselines.h):
+// DDP's steps, a warm-up's, and an island's own all-reduce, which the driver
+// runs for any method when islands.devices > 1.
+const std::vector<std::string>& gradient_allreduce_keys();
 
 // Part of validate() (src/setup/validate.cpp): the [strategy] section, every
 // codec key of the table, [codec], each method's own rules, and which methods
