@@ -196,6 +196,7 @@ TEST(SweepReport, ChecksNamingARunTheSweepDoesNotHaveAreNotJudgedAndTheReportSay
   TempDir dir;
   const std::string preset = dir.write("p.toml", R"P([sweep]
 name = "renamed"
+runs = []
 [[sweep.claim]]
 text = "DDP learns"
 check = "loss(ddp) < 10"
