@@ -141,13 +141,9 @@ int ExperimentCommands::sweep() {
   if (out.resumed > 0) std::printf(" (%lld resumed from a checkpoint)", (long long)out.resumed);
   std::printf("\n");
   if (!sweep_no_report_ && !out.run_dirs.empty()) {
-    atl::ReportOptions ro;
-    ro.title = spec.id.empty() ? spec.title : spec.id + ": " + spec.title;
-    if (ro.title.empty()) ro.title = spec.name;
-    ro.subtitle = spec.paper_claim;
-    ro.baseline = spec.baseline;
-    ro.target_loss = spec.target_loss;
-    ro.target_source = "target_loss in " + spec.preset + "'s [sweep]";
+    // The preset's title, baseline and target, and its checks judged over
+    // the folders just finished (the page's Claims section).
+    atl::ReportOptions ro = atl::sweep_report_options(spec, out.dir);
     ro.network_sliders = !sweep_no_sliders_;
     const std::string html = (std::filesystem::path(out.dir) / "report.html").string();
     if (ro.network_sliders) print_sliders_note(out.run_dirs.size());

@@ -42,6 +42,8 @@
 #include <string>
 #include <vector>
 
+#include "atoll/report.h"
+
 namespace atl {
 
 struct SweepRun {
@@ -184,6 +186,15 @@ bool evaluate_claim(const std::string& check, const std::map<std::string, RunMet
 // The sweep folder of a spec: <out_root>/<name>, out_root "" = the preset's
 // run.out_dir.
 std::string sweep_dir(const SweepSpec& spec, const std::string& out_root);
+
+// The options of a sweep's report.html, for the finished sweep folder `dir`:
+// the preset's id and title, paper claim, baseline and target_loss, and
+// (when it states checks) its checks judged over the run folders with its
+// verdict, worded exactly as RESULTS.md words them. Checks that cannot be
+// judged (they name a run the sweep does not have, as after a --grid) leave
+// the verdict "not judged" with the reason, rather than failing the report.
+// The caller sets the network sliders.
+ReportOptions sweep_report_options(const SweepSpec& spec, const std::string& dir);
 
 // docs/RESULTS.md: for every preset (in order) its claim, command, a table
 // of its settings (mean ± 95% interval over seeds) and a verdict from its

@@ -105,6 +105,20 @@ const RunData* ddp_run(const std::vector<RunData>& runs);
 // < 0 if none.
 double time_to_loss(const RunData& run, double target);
 
+// One check of a preset's claims as the report shows it. The sweep judges
+// the check (experiment/, above report) and words it as RESULTS.md does;
+// the page only escapes and places these strings.
+struct ReportClaim {
+  std::string text;     // the claim in words
+  std::string check;    // its expression ("loss(diloco) <= 1.02 * loss(ddp)")
+  std::string outcome;  // holds | fails | equivalent | inconclusive
+  std::string effect;   // the effect it tests for ("0.01", or "not stated")
+  // The check with its means, the paired difference, its 95% interval and n
+  // pairs, or "decided exactly" (claims.h's ClaimVerdict::detail).
+  std::string figures;
+  std::string prose;  // the preset's text for the computed outcome ("" = none)
+};
+
 struct ReportOptions {
   std::string title = "atoll report";
   std::string subtitle;  // one line under the title ("" = none)
@@ -126,6 +140,12 @@ struct ReportOptions {
   // step here): above this many replayed worker-steps (sum over runs of
   // steps x workers x 55) the panel says so instead of building; 0 = no limit.
   double network_sliders_budget = 2e7;
+  // A preset's checks, judged over these runs (atoll sweep): a "Claims"
+  // section under the summary table, with the preset's verdict ("partly
+  // reproduced") and its tally ("2 of 3 checks hold, ..."). No checks and no
+  // verdict (atoll report on plain run folders): no section.
+  std::vector<ReportClaim> claims;
+  std::string verdict, verdict_tally;
 };
 
 // The loss the report's "time to loss" is measured at, and why that one:
@@ -152,7 +172,8 @@ std::string format_target_loss(double loss);
 // One self-contained HTML page (Chart.js inlined, no network needed): eval
 // loss against steps, bytes sent (log axis) and simulated time; correlation
 // against steps; the workers' update correlation and relative disagreement
-// against steps; a summary table; the config keys that differ between runs;
+// against steps; a summary table; a preset's claims (options.claims); the
+// config keys that differ between runs;
 // with options.network_sliders, the what-if network panel.
 std::string html_report(const std::vector<RunData>& runs, const ReportOptions& options);
 

@@ -2,12 +2,12 @@
 // figure and verdict comes from the runs, never from typing.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 
 #include "atoll/experiment.h"
 #include "atoll/report.h"
+#include "experiment/preset_checks.h"
 #include "report/figure_text.h"
 #include "report/groups.h"
 #include "report/target_time.h"
@@ -15,7 +15,6 @@
 #include "util/format.h"
 
 namespace atl {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -38,40 +37,14 @@ std::string megabytes_text(const MeanInterval& bytes) {
   return format_megabytes(bytes.mean) + (t.interval.empty() ? "" : " ± " + t.interval);
 }
 
-// The text a check's preset gives for `outcome` ("" when none).
-const std::string& outcome_text(const SweepClaim& c, ClaimVerdict::Outcome outcome) {
-  switch (outcome) {
-    case ClaimVerdict::Holds:
-      return c.holds;
-    case ClaimVerdict::Fails:
-      return c.fails;
-    case ClaimVerdict::Equivalent:
-      return c.equivalent;
-    default:
-      return c.inconclusive;
-  }
-}
-
 Section render(const SweepSpec& spec, const std::string& out_root) {
   Section s;
   const std::string dir = sweep_dir(spec, out_root);
+  const PresetRuns counted = preset_runs(spec, dir);
+  const std::vector<std::string>& missing = counted.missing;
+  const std::vector<std::string>& stale = counted.stale;
   std::vector<RunData> runs;
-  std::vector<std::string> missing;
-  std::vector<std::string> stale;
-  for (const auto& r : spec.runs) {
-    const fs::path folder = fs::path(dir) / r.name;
-    if (!fs::exists(folder / "summary.json")) {
-      missing.push_back(r.name);
-      continue;
-    }
-    // A run made before the preset changed does not count for the preset.
-    if (const std::string diff = finished_run_difference(spec, r, dir); !diff.empty()) {
-      stale.push_back(r.name + " (" + diff + ")");
-      missing.push_back(r.name);
-      continue;
-    }
-    runs.push_back(load_run(folder.string()));
-  }
+  for (const auto& folder : counted.counted) runs.push_back(load_run(folder));
   std::ostringstream o;
   o << "**Paper claim.** " << spec.paper_claim << "\n\n";
   if (!spec.scaled.empty()) o << "**Scaled down.** " << spec.scaled << "\n\n";
@@ -133,40 +106,21 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     for (const auto& m : missing) o << " `" << m << "`";
     o << ".\n\n";
   }
-  int held = 0, failed = 0, equivalent = 0, checked = 0;
-  if (!spec.claims.empty() && missing.empty()) {
-    const auto metrics = sweep_metrics(spec, dir);
+  const PresetChecks checks = judge_preset(spec, dir, missing.empty());
+  if (!checks.claims.empty()) {
     o << "**Checks** (computed from the run folders; a check holds or fails only when the 95% interval of its "
          "paired difference over seeds excludes 0, or exactly when the difference is the same in every seed or "
          "names no run; *equivalent*: inconclusive, but the interval lies inside ± its effect):\n\n";
-    for (const auto& c : spec.claims) {
-      const double effect = c.effect > 0 ? c.effect : spec.effect;
-      const ClaimVerdict v = judge_claim(c.check, metrics, effect);
-      ++checked;
-      held += v.outcome == ClaimVerdict::Holds;
-      failed += v.outcome == ClaimVerdict::Fails;
-      equivalent += v.outcome == ClaimVerdict::Equivalent;
-      const std::string word = outcome_name(v.outcome);
-      o << "- " << (v.outcome == ClaimVerdict::Holds ? word : "**" + word + "**") << ": " << c.text << " — `" << c.check
-        << "` (effect " << (effect > 0 ? format_number("%.6g", effect) : std::string("not stated")) << "): " << v.detail
-        << "\n";
-      if (const std::string& said = outcome_text(c, v.outcome); !said.empty()) o << "  " << said << "\n";
+    for (const ReportClaim& c : checks.claims) {
+      o << "- " << (c.outcome == "holds" ? c.outcome : "**" + c.outcome + "**") << ": " << c.text << " — `" << c.check
+        << "` (effect " << c.effect << "): " << c.figures << "\n";
+      if (!c.prose.empty()) o << "  " << c.prose << "\n";
     }
     o << "\n";
   }
-  if (!missing.empty() || spec.claims.empty())
-    s.verdict = missing.empty() ? "no checks" : "not run";
-  else
-    s.verdict = held == checked  ? "reproduced"
-                : held > 0       ? "partly reproduced"
-                : failed > 0     ? "not reproduced"
-                : equivalent > 0 ? "no difference as large as the effect"
-                                 : "inconclusive";
+  s.verdict = checks.verdict;
   o << "**Verdict: " << s.verdict << "**";
-  if (checked)
-    o << " (" << held << " of " << checked << " checks hold, " << failed << " fail, " << equivalent << " equivalent, "
-      << checked - held - failed - equivalent << " inconclusive"
-      << (spec.seeds < 2 && !spec.runs.empty() ? "; one seed per run gives no interval" : "") << ")";
+  if (!checks.tally.empty()) o << " (" << checks.tally << ")";
   o << "\n\n";
   if (!spec.discussion.empty()) o << spec.discussion << "\n\n";
   s.body = o.str();

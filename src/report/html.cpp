@@ -1,8 +1,9 @@
 // The HTML report: one self-contained page with Chart.js inlined. The page
 // is assembled here; its summary tables (readable with scripts off) are
-// summary_table.cpp's, its charts (drawn by a short script from the runs'
-// series, embedded as JSON) charts.cpp's, and the what-if network panel
-// (sliders that retime the runs in the page) network_sliders.cpp's.
+// summary_table.cpp's, a preset's claims claims_section.cpp's, its charts
+// (drawn by a short script from the runs' series, embedded as JSON)
+// charts.cpp's, and the what-if network panel (sliders that retime the runs
+// in the page) network_sliders.cpp's.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include "atoll/report.h"
 #include "report/charts.h"
+#include "report/claims_section.h"
 #include "report/groups.h"
 #include "report/html_text.h"
 #include "report/network_sliders.h"
@@ -147,8 +149,8 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
 
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" << escape_html(options.title)
-    << "</title>\n<style>" << kStyle << kSummaryStyle << "</style>\n</head><body>\n<h1>" << escape_html(options.title)
-    << "</h1>\n";
+    << "</title>\n<style>" << kStyle << kSummaryStyle << kClaimsStyle << "</style>\n</head><body>\n<h1>"
+    << escape_html(options.title) << "</h1>\n";
   if (!options.subtitle.empty()) o << "<p class=\"sub\">" << escape_html(options.subtitle) << "</p>\n";
   o << "<p class=\"sub\">" << runs.size() << " runs";
   if (groups.size() < runs.size())
@@ -158,7 +160,7 @@ std::string html_report(const std::vector<RunData>& runs, const ReportOptions& o
          "over shared seeds: <i>significant</i> when the interval excludes 0, else <i>inconclusive</i>)";
   o << "; final eval loss compared with <b>" << escape_html(base->name) << "</b>.</p>\n" << target_paragraph(target);
   const NetworkSliders sliders = network_sliders(runs, groups, *base, target.value, options);
-  o << sliders.panel_html() << summary_tables(groups, *base, ddp, target, sliders);
+  o << sliders.panel_html() << summary_tables(groups, *base, ddp, target, sliders) << claims_section_html(options);
   o << "<div class=\"grid\">\n" << chart_boxes_html(sliders.chart_html()) << "</div>\n";
   // One column per run: many runs scroll inside their box, not the page.
   o << "<h2>Configuration keys that differ between runs</h2>\n<div class=\"wide\">" << config_diff_table(runs)
