@@ -178,7 +178,7 @@ TEST(Presets, NoPagesProseClaimsAVerdictItsChecksDoNotGive) {
       }
     }
   }
-  EXPECT_EQ(presets, 11);
+  EXPECT_EQ(presets, 14);
 }
 
 }  // namespace
