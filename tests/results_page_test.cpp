@@ -21,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+using testing::kAtoll;
 
 // The cells of a Markdown table line ("| a | b |" has 2).
 size_t cells(const std::string& line) { return static_cast<size_t>(std::count(line.begin(), line.end(), '|')) - 1; }
@@ -179,6 +179,29 @@ TEST(Presets, NoPagesProseClaimsAVerdictItsChecksDoNotGive) {
     }
   }
   EXPECT_EQ(presets, 14);
+}
+
+// The page's title names the targets it covers: a range only when they run
+// without a gap, each one otherwise (R10, R12-R14 is not "R10–R14").
+TEST(Results, TitleNamesARangeOnlyForTargetsWithoutAGap) {
+  auto title = [](const std::vector<std::string>& ids) {
+    std::vector<SweepSpec> specs;
+    for (const auto& id : ids) {
+      SweepSpec s;
+      s.id = id;
+      s.title = "t";
+      specs.push_back(s);
+    }
+    TempDir empty;
+    const std::string page = results_markdown(specs, empty.str());
+    return page.substr(0, page.find('\n'));
+  };
+  EXPECT_EQ(title({"R1", "R2", "R3", "R4", "R5"}), "# Reproduction results (R1–R5)");
+  EXPECT_EQ(title({"R10", "R12", "R13", "R14"}), "# Reproduction results (R10, R12, R13, R14)");
+  EXPECT_EQ(title({"R1", "R2", "R4", "R5", "R6"}), "# Reproduction results (R1, R2, R4, R5, R6)");
+  EXPECT_EQ(title({"R12", "R13"}), "# Reproduction results (R12, R13)");
+  EXPECT_EQ(title({"R1", "X", "R3"}), "# Reproduction results (R1, X, R3)");
+  EXPECT_EQ(title({}), "# Reproduction results");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // docs/RESULTS.md from the presets and their finished run folders: every
 // figure and verdict comes from the runs, never from typing.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -127,23 +128,36 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
   return s;
 }
 
+// "R3" -> 3; -1 for an id that is not R and a number.
+int target_number(const std::string& id) {
+  if (id.size() < 2 || id[0] != 'R') return -1;
+  for (size_t i = 1; i < id.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(id[i]))) return -1;
+  return id.size() > 6 ? -1 : std::stoi(id.substr(1));
+}
+
+// "R1–R14" for three or more consecutive targets in order, else "R10, R12".
+std::string id_list(const std::vector<std::string>& ids) {
+  bool consecutive = ids.size() >= 3;
+  for (size_t i = 0; consecutive && i < ids.size(); ++i)
+    consecutive = target_number(ids[i]) >= 0 && target_number(ids[i]) == target_number(ids[0]) + static_cast<int>(i);
+  if (consecutive) return ids.front() + "–" + ids.back();
+  std::string list;
+  for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;
+  return list;
+}
+
 }  // namespace
 
 std::string results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root) {
   std::vector<Section> sections;
   for (const auto& spec : specs) sections.push_back(render(spec, out_root));
-  // The title names the targets the page covers: "R1–R14", or "R10, R12"
-  // for a few.
+  // The title names the targets the page covers: "R1–R14" when they run
+  // without a gap, else each one ("R10, R12, R13").
   std::vector<std::string> ids;
   for (const auto& spec : specs)
     if (!spec.id.empty()) ids.push_back(spec.id);
-  std::string covered;
-  if (ids.size() >= 5) {
-    covered = " (" + ids.front() + "–" + ids.back() + ")";
-  } else if (!ids.empty()) {
-    for (const auto& id : ids) covered += (covered.empty() ? " (" : ", ") + id;
-    covered += ")";
-  }
+  const std::string covered = ids.empty() ? "" : " (" + id_list(ids) + ")";
   std::ostringstream o;
   o << "# Reproduction results" << covered
     << "\n\n"
