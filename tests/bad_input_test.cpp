@@ -26,7 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+using testing::kAtoll;
 
 // Every file under `dir` with its bytes.
 

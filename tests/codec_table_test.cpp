@@ -18,15 +18,13 @@
 #include "atoll/setup.h"
 #include "compress/codec.h"
 #include "compress/codec_names.h"
+#include "tensor_util.h"
 #include "test_util.h"
 
 namespace atl {
 namespace {
 
-at::Tensor gaussian(int64_t n, uint64_t seed, at::ScalarType dtype) {
-  at::Generator g = at::detail::createCPUGenerator(seed);
-  return at::randn({n}, g, at::TensorOptions().dtype(dtype));
-}
+using testing::gaussian;
 
 // Magnitudes in [0.5, 1) with random signs: every dense codec keeps every
 // entry non-zero (fp4-e3m0's smallest step above 0 is max/64).
@@ -36,8 +34,6 @@ at::Tensor within_an_octave(int64_t n, uint64_t seed) {
   const at::Tensor sign = at::randint(0, 2, {n}, g).to(at::kFloat) * 2 - 1;
   return magnitude * sign;
 }
-
-std::string help_of(const std::string& key) { return field_help(key); }
 
 class CodecTable : public ::testing::TestWithParam<std::string> {};
 
@@ -119,9 +115,9 @@ TEST_P(CodecTable, HelpAndValidationKnowTheCodecAndItsSparseTrait) {
   const bool is_shorthand_target = codec_choices().find("(= " + name + ")") != std::string::npos;
   if (!is_shorthand_target) {
     for (const char* key : {"ddp.codec", "diloco.codec", "streaming.codec"})
-      EXPECT_NE(help_of(key).find(shown), std::string::npos) << key << ": " << help_of(key);
+      EXPECT_NE(field_help(key).find(shown), std::string::npos) << key << ": " << field_help(key);
   }
-  const std::string sparta_help = help_of("sparta.codec");
+  const std::string sparta_help = field_help("sparta.codec");
   if (!info->shorthand_for && !is_shorthand_target) {
     EXPECT_EQ(sparta_help.find(name) != std::string::npos, !info->sparse) << sparta_help;
   }

@@ -13,24 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "tensor_util.h"
+
 namespace atl {
 namespace {
 
-at::Tensor gaussian(int64_t n, uint64_t seed, at::ScalarType dtype = at::kFloat) {
-  at::Generator g = at::detail::createCPUGenerator(seed);
-  return at::randn({n}, g, at::TensorOptions().dtype(dtype));
-}
+using testing::gaussian;
 
 at::Tensor vec(const std::vector<float>& v) { return at::tensor(v, at::kFloat); }
 
 std::vector<double> values(const at::Tensor& x) {
   const at::Tensor c = x.to(at::kDouble).contiguous();
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
-
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), size_t(a.nbytes())) == 0;
 }
 
 // max|x| of each block of `block` elements, one entry per element.
@@ -80,7 +74,7 @@ TEST(CodecValidation, BadParametersAndPayloadsThrowInvalidArgument) {
 TEST(CodecCast, Fp32IsTheIdentityAndCountsFourBytesPerElement) {
   const at::Tensor x = gaussian(1000, 1);
   const Encoded e = make_codec("fp32")->round_trip(x);
-  EXPECT_TRUE(bitwise_equal(e.decoded, x));
+  EXPECT_TRUE(testing::bitwise_equal(e.decoded, x));
   EXPECT_NE(e.decoded.data_ptr(), x.data_ptr()) << "decoded must not alias the payload";
   EXPECT_EQ(e.bytes, 4000);
   EXPECT_EQ(make_codec("fp32")->bytes_for(7), 28);
@@ -90,8 +84,8 @@ TEST(CodecCast, Fp32OnFloat64RoundsThroughFloat32AndCountsFourBytes) {
   const at::Tensor x = gaussian(100, 2, at::kDouble);
   const Encoded e = make_codec("fp32")->round_trip(x);
   EXPECT_EQ(e.decoded.scalar_type(), at::kDouble);
-  EXPECT_TRUE(bitwise_equal(e.decoded, x.to(at::kFloat).to(at::kDouble)));
-  EXPECT_FALSE(bitwise_equal(e.decoded, x));
+  EXPECT_TRUE(testing::bitwise_equal(e.decoded, x.to(at::kFloat).to(at::kDouble)));
+  EXPECT_FALSE(testing::bitwise_equal(e.decoded, x));
   EXPECT_EQ(e.bytes, 400);
 }
 
@@ -99,8 +93,8 @@ TEST(CodecCast, Fp16AndBf16EqualAtenCastsBitwiseAndCountTwoBytesPerElement) {
   for (auto dtype : {at::kFloat, at::kDouble}) {
     const at::Tensor x = gaussian(1001, 3, dtype) * 10;
     const Encoded h = make_codec("fp16")->round_trip(x), b = make_codec("bf16")->round_trip(x);
-    EXPECT_TRUE(bitwise_equal(h.decoded, x.to(at::kHalf).to(dtype)));
-    EXPECT_TRUE(bitwise_equal(b.decoded, x.to(at::kBFloat16).to(dtype)));
+    EXPECT_TRUE(testing::bitwise_equal(h.decoded, x.to(at::kHalf).to(dtype)));
+    EXPECT_TRUE(testing::bitwise_equal(b.decoded, x.to(at::kBFloat16).to(dtype)));
     EXPECT_EQ(h.bytes, 2002);
     EXPECT_EQ(b.bytes, 2002);
   }
@@ -269,7 +263,7 @@ TEST(CodecBlock, Float32PathEqualsTheFloat64PathRoundedToFloat32) {
       auto codec = make_codec(name, block);
       const at::Tensor f = codec->round_trip(x).decoded;
       const at::Tensor d = codec->round_trip(x.to(at::kDouble)).decoded.to(at::kFloat);
-      EXPECT_TRUE(bitwise_equal(f, d)) << name << " block " << block;
+      EXPECT_TRUE(testing::bitwise_equal(f, d)) << name << " block " << block;
     }
   }
 }
@@ -325,7 +319,7 @@ TEST(CodecTopK, Float64ValuesAreSentAsFp32) {
   const at::Tensor x = gaussian(100, 15, at::kDouble);
   const at::Tensor d = make_codec("topk", 128, 1.0)->round_trip(x).decoded;
   EXPECT_EQ(d.scalar_type(), at::kDouble);
-  EXPECT_TRUE(bitwise_equal(d, x.to(at::kFloat).to(at::kDouble)));
+  EXPECT_TRUE(testing::bitwise_equal(d, x.to(at::kFloat).to(at::kDouble)));
 }
 
 TEST(CodecErrorFeedback, DecodedSumPlusFinalResidualEqualsInputSum) {

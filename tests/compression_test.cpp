@@ -16,16 +16,17 @@ namespace {
 
 using namespace harness;
 
-constexpr double kParams = 18;  // harness model: 5 x 3 + 3
+constexpr double kHarnessParams = 18;  // harness model: 5 x 3 + 3
 
 TEST(Compression, DenseCodecsChargeTheirEncodedSizeInTheAllReduce) {
   struct Case {
     const char* codec;
     double bytes;  // per sync, per rank payload
   };
-  for (const Case& c : {Case{"fp32", kParams * 8},  // uncompressed: the payload's own float64
-                        Case{"fp16", kParams * 2}, Case{"bf16", kParams * 2}, Case{"int8", kParams + 4},
-                        Case{"fp4", std::ceil(kParams / 2) + 4}, Case{"fp4-e2m1", std::ceil(kParams / 2) + 4}}) {
+  for (const Case& c :
+       {Case{"fp32", kHarnessParams * 8},  // uncompressed: the payload's own float64
+        Case{"fp16", kHarnessParams * 2}, Case{"bf16", kHarnessParams * 2}, Case{"int8", kHarnessParams + 4},
+        Case{"fp4", std::ceil(kHarnessParams / 2) + 4}, Case{"fp4-e2m1", std::ceil(kHarnessParams / 2) + 4}}) {
     Config cfg = base_config("diloco", "adamw");
     cfg.diloco.inner_steps = 4;
     cfg.diloco.codec = c.codec;

@@ -26,7 +26,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-std::string join(const std::vector<std::string>& v) {
+std::string joined_lines(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& e : v) s += e + "\n";
   return s;
@@ -54,13 +54,13 @@ Config default_config() { return Config{}; }
 
 TEST(ConfigToml, UnknownKeyInKnownSectionIsNamed) {
   auto e = toml_errors("[train]\nsteps = 5\nstepz = 3\n");
-  ASSERT_EQ(e.size(), 1u) << join(e);
+  ASSERT_EQ(e.size(), 1u) << joined_lines(e);
   EXPECT_TRUE(contains(e[0], "unknown key 'train.stepz'")) << e[0];
 }
 
 TEST(ConfigToml, UnknownSectionIsNamed) {
   auto e = toml_errors("[trian]\nsteps = 3\n");
-  ASSERT_EQ(e.size(), 1u) << join(e);
+  ASSERT_EQ(e.size(), 1u) << joined_lines(e);
   EXPECT_TRUE(contains(e[0], "unknown section [trian]")) << e[0];
 }
 
@@ -78,7 +78,7 @@ TEST(ConfigToml, WrongTypesAreNamedWithTheExpectedType) {
   };
   for (const Case& c : cases) {
     auto e = toml_errors(c.text);
-    ASSERT_EQ(e.size(), 1u) << c.text << join(e);
+    ASSERT_EQ(e.size(), 1u) << c.text << joined_lines(e);
     EXPECT_TRUE(contains(e[0], c.key)) << e[0];
     EXPECT_TRUE(contains(e[0], c.expected)) << e[0];
   }
@@ -86,14 +86,14 @@ TEST(ConfigToml, WrongTypesAreNamedWithTheExpectedType) {
 
 TEST(ConfigToml, SyntaxErrorNamesSourceAndLine) {
   auto e = toml_errors("[train]\nsteps = 3\nbatch_size = = 4\n", "my_run.toml");
-  ASSERT_EQ(e.size(), 1u) << join(e);
+  ASSERT_EQ(e.size(), 1u) << joined_lines(e);
   EXPECT_TRUE(contains(e[0], "my_run.toml:3:")) << e[0];
   EXPECT_TRUE(contains(e[0], "syntax error")) << e[0];
 }
 
 TEST(ConfigToml, TopLevelKeyOutsideSectionIsNamed) {
   auto e = toml_errors("steps = 3\n[train]\nbatch_size = 4\n");
-  ASSERT_EQ(e.size(), 1u) << join(e);
+  ASSERT_EQ(e.size(), 1u) << joined_lines(e);
   EXPECT_TRUE(contains(e[0], "top-level key 'steps'")) << e[0];
   EXPECT_TRUE(contains(e[0], "[section]")) << e[0];
 }
@@ -102,35 +102,35 @@ TEST(ConfigToml, IntLiteralIsAcceptedForFloatField) {
   Config c;
   std::vector<std::string> errors;
   apply_toml(c, "[optim]\nlr = 1\nmin_lr = 0\n", "test.toml", errors);
-  EXPECT_TRUE(errors.empty()) << join(errors);
+  EXPECT_TRUE(errors.empty()) << joined_lines(errors);
   EXPECT_EQ(c.optim.lr, 1.0);
   EXPECT_EQ(c.optim.min_lr, 0.0);
 }
 
 TEST(ConfigToml, EveryTomlErrorIsCollected) {
   auto e = toml_errors("top = 1\n[nope]\na = 1\n[train]\nstepz = 1\nsteps = \"x\"\n");
-  EXPECT_EQ(e.size(), 4u) << join(e);
+  EXPECT_EQ(e.size(), 4u) << joined_lines(e);
 }
 
 // ---------------------------------------------------------------- overrides
 
 TEST(ConfigOverride, MissingEqualsSignIsNamed) {
   auto e = override_errors({"train.steps"});
-  ASSERT_EQ(e.size(), 1u) << join(e);
+  ASSERT_EQ(e.size(), 1u) << joined_lines(e);
   EXPECT_TRUE(contains(e[0], "'train.steps'")) << e[0];
   EXPECT_TRUE(contains(e[0], "section.key=value")) << e[0];
 }
 
 TEST(ConfigOverride, UnknownKeyIsNamed) {
   auto e = override_errors({"train.stepz=3"});
-  ASSERT_EQ(e.size(), 1u) << join(e);
+  ASSERT_EQ(e.size(), 1u) << joined_lines(e);
   EXPECT_TRUE(contains(e[0], "unknown key 'train.stepz'")) << e[0];
 }
 
 TEST(ConfigOverride, NonNumericIntIsNamed) {
   for (const std::string bad : {"abc", "12abc", "1.5", ""}) {
     auto e = override_errors({"train.steps=" + bad});
-    ASSERT_EQ(e.size(), 1u) << bad << ": " << join(e);
+    ASSERT_EQ(e.size(), 1u) << bad << ": " << joined_lines(e);
     EXPECT_TRUE(contains(e[0], "train.steps")) << e[0];
     EXPECT_TRUE(contains(e[0], "expected an integer")) << e[0];
   }
@@ -140,7 +140,7 @@ TEST(ConfigOverride, ValuesAreParsedByFieldType) {
   Config c;
   std::vector<std::string> errors;
   apply_overrides(c, {"train.steps=7", "optim.lr=3e-4", "model.bias=true", "run.name=my run", "run.seed=-2"}, errors);
-  EXPECT_TRUE(errors.empty()) << join(errors);
+  EXPECT_TRUE(errors.empty()) << joined_lines(errors);
   EXPECT_EQ(c.train.steps, 7);
   EXPECT_EQ(c.optim.lr, 3e-4);
   EXPECT_TRUE(c.model.bias);
@@ -152,14 +152,14 @@ TEST(ConfigOverride, ValuesAreParsedByFieldType) {
 
 TEST(ConfigValidate, EmbeddedDefaultIsValid) {
   Config c = default_config();
-  EXPECT_TRUE(validate(c).empty()) << join(validate(c));
+  EXPECT_TRUE(validate(c).empty()) << joined_lines(validate(c));
 }
 
 TEST(ConfigValidate, InvalidEnumListsAllowedValues) {
   Config c = default_config();
   c.strategy.name = "foo";
   auto e = validate(c);
-  ASSERT_EQ(e.size(), 1u) << join(e);
+  ASSERT_EQ(e.size(), 1u) << joined_lines(e);
   EXPECT_TRUE(contains(e[0], "strategy.name = 'foo'")) << e[0];
   EXPECT_TRUE(contains(e[0], "single | ddp | localsgd | diloco | sparta | sparta_diloco | noloco")) << e[0];
 }
@@ -244,7 +244,7 @@ TEST(ConfigValidate, OutOfRangeValuesAreNamed) {
     Config c = default_config();
     k.set(c);
     auto e = validate(c);
-    ASSERT_EQ(e.size(), 1u) << k.what << ": " << join(e);
+    ASSERT_EQ(e.size(), 1u) << k.what << ": " << joined_lines(e);
     EXPECT_TRUE(contains(e[0], k.key)) << k.what << ": " << e[0];
   }
 }
@@ -261,9 +261,9 @@ TEST(ConfigValidate, ImageModelsNeedMnistAndGptNeedsText) {
     c.data.dataset = k.dataset;
     auto e = validate(c);
     if (k.ok) {
-      EXPECT_TRUE(e.empty()) << k.kind << "/" << k.dataset << ": " << join(e);
+      EXPECT_TRUE(e.empty()) << k.kind << "/" << k.dataset << ": " << joined_lines(e);
     } else {
-      ASSERT_EQ(e.size(), 1u) << k.kind << "/" << k.dataset << ": " << join(e);
+      ASSERT_EQ(e.size(), 1u) << k.kind << "/" << k.dataset << ": " << joined_lines(e);
       EXPECT_TRUE(contains(e[0], "model.kind = '" + k.kind + "'")) << e[0];
       EXPECT_TRUE(contains(e[0], "data.dataset = '" + k.dataset + "'")) << e[0];
     }
@@ -308,7 +308,7 @@ TEST(ConfigLoad, StructDefaultsAreWhatUsersGet) {
   const Config loaded = load_config("", {});
   EXPECT_EQ(flatten(loaded), flatten(Config{}))
       << describe_difference(flatten(loaded), flatten(Config{}), "load_config(\"\")", "Config{}");
-  EXPECT_TRUE(validate(Config{}).empty()) << join(validate(Config{}));
+  EXPECT_TRUE(validate(Config{}).empty()) << joined_lines(validate(Config{}));
   const std::string help = describe_fields();
   Config c;
   visit_fields(c, [&](FieldRef& f) {
@@ -358,7 +358,7 @@ TEST(ConfigRoundTrip, ToTomlParsesBackToTheSameText) {
   Config back;
   std::vector<std::string> errors;
   apply_toml(back, text, "resolved.toml", errors);
-  ASSERT_TRUE(errors.empty()) << join(errors) << text;
+  ASSERT_TRUE(errors.empty()) << joined_lines(errors) << text;
   EXPECT_EQ(to_toml(back), text);
   EXPECT_EQ(back.run.name, c.run.name);
   EXPECT_EQ(back.data.dir, c.data.dir);
@@ -374,11 +374,11 @@ TEST(ConfigRoundTrip, StringWithControlCharacterRoundTrips) {
   Config c;
   std::vector<std::string> errors;
   apply_toml(c, "[data]\ndir = \"line1\\nline2\"\n", "in.toml", errors);
-  ASSERT_TRUE(errors.empty()) << join(errors);
+  ASSERT_TRUE(errors.empty()) << joined_lines(errors);
   ASSERT_EQ(c.data.dir, "line1\nline2");
   Config back;
   apply_toml(back, to_toml(c), "resolved.toml", errors);
-  EXPECT_TRUE(errors.empty()) << join(errors);
+  EXPECT_TRUE(errors.empty()) << joined_lines(errors);
   EXPECT_EQ(back.data.dir, c.data.dir);
 }
 

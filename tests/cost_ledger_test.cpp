@@ -76,9 +76,8 @@ TEST(CostCodec, Int8AndFp4CountTheirBlockScales) {
 // The CLI passes --dtype to the codec table: int8 prints its size with scales.
 TEST(CostCodec, AtollCostDtypeInt8ReportsBytesWithItsBlockScales) {
   testing::TempDir dir;
-  testing::ChildProcess cli(std::string(ATOLL_BINARY_DIR) + "/atoll",
-                            {"cost", "--params=128000", "--dtype=int8", "--workers=4"}, dir.path("out"),
-                            dir.path("err"));
+  testing::ChildProcess cli(testing::kAtoll, {"cost", "--params=128000", "--dtype=int8", "--workers=4"},
+                            dir.path("out"), dir.path("err"));
   ASSERT_EQ(cli.wait_exit(std::chrono::seconds(60)), 0) << cli.err_text();
   const std::string out = cli.out_text();
   EXPECT_NE(out.find("128k parameters as int8 (1.031 bytes/element)"), std::string::npos) << out;

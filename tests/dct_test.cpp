@@ -14,17 +14,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tensor_util.h"
+
 namespace atl {
 namespace {
 
-at::Tensor gaussian(at::IntArrayRef shape, uint64_t seed, at::ScalarType dtype = at::kFloat) {
+at::Tensor gaussian_shaped(at::IntArrayRef shape, uint64_t seed, at::ScalarType dtype = at::kFloat) {
   at::Generator g = at::detail::createCPUGenerator(seed);
   return at::randn(shape, g, at::TensorOptions().dtype(dtype));
-}
-
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), size_t(a.nbytes())) == 0;
 }
 
 BlockTopK sent(std::vector<int64_t> index, std::vector<float> value, int64_t blocks) {
@@ -53,7 +50,7 @@ TEST(DctPlan, MoreThanTwoDimsAreFlattenedToSize0ByTheRest) {
   const BlockDct d({6, 4, 8}, 16);  // (6, 32): blocks 6 x 16
   EXPECT_EQ(d.block_shape(), (std::vector<int64_t>{6, 16}));
   EXPECT_EQ(d.blocks(), 2);
-  const at::Tensor x = gaussian({6, 4, 8}, 1);
+  const at::Tensor x = gaussian_shaped({6, 4, 8}, 1);
   EXPECT_TRUE(at::allclose(d.decode(d.encode(x)), x, 1e-5, 1e-5));
   EXPECT_TRUE(at::allclose(d.encode(x), BlockDct({6, 32}, 16).encode(x.reshape({6, 32}))));
 }
@@ -73,7 +70,7 @@ TEST(DctTransform, DecodeOfEncodeIsTheIdentityForEveryBlockShape) {
   uint64_t seed = 10;
   for (const auto& s : shapes) {
     for (auto dtype : {at::kFloat, at::kDouble}) {
-      const at::Tensor x = gaussian(s, seed++, dtype);
+      const at::Tensor x = gaussian_shaped(s, seed++, dtype);
       const BlockDct d(s, 64);
       const at::Tensor c = d.encode(x);
       ASSERT_EQ(c.sizes(), (std::vector<int64_t>{d.blocks(), d.block_size()}));
@@ -128,7 +125,7 @@ TEST(DctTransform, CoefficientsAreRowMajorPerBlockInBlockGridOrder) {
 }
 
 TEST(DctTopK, EqualsAtTopkOnAbsPerRow) {
-  const at::Tensor c = gaussian({20, 256}, 30);
+  const at::Tensor c = gaussian_shaped({20, 256}, 30);
   const BlockTopK t = block_topk(c, 32);
   const auto ref = at::topk(c.abs(), 32, 1, true, true);
   EXPECT_TRUE(at::equal(t.index, std::get<1>(ref)));
@@ -188,7 +185,7 @@ void check_rows_against_sorting(at::ScalarType dtype, uint64_t seed) {
         }
       }
       EXPECT_TRUE(at::equal(got.index, index)) << "n " << n << " k " << k << " " << dtype;
-      EXPECT_TRUE(bitwise_equal(got.value, value)) << "n " << n << " k " << k << " " << dtype;
+      EXPECT_TRUE(testing::bitwise_equal(got.value, value)) << "n " << n << " k " << k << " " << dtype;
     }
   }
 }
@@ -206,25 +203,25 @@ TEST(DctRowLayout, EveryFunctionGivesBitwiseTheBlockOrderResult) {
     for (auto dtype : {at::kFloat, at::kDouble}) {
       const BlockDct d(shape, 64);
       const CoefficientLayout layout = d.row_layout();
-      const at::Tensor x = gaussian(shape, 40, dtype);
+      const at::Tensor x = gaussian_shaped(shape, 40, dtype);
       const at::Tensor blocks = d.encode(x), rows = d.encode_rows(x);
       ASSERT_EQ(rows.numel(), blocks.numel());
       at::Tensor moved = at::empty_like(blocks);
       for (int64_t b = 0; b < d.blocks(); ++b)
         for (int64_t e = 0; e < d.block_size(); ++e) moved[b][e] = rows.reshape({-1})[layout.offset(b, e)];
-      EXPECT_TRUE(bitwise_equal(moved, blocks)) << shape.size() << " " << dtype;
-      EXPECT_TRUE(bitwise_equal(d.decode_rows(rows), d.decode(blocks)));
+      EXPECT_TRUE(testing::bitwise_equal(moved, blocks)) << shape.size() << " " << dtype;
+      EXPECT_TRUE(testing::bitwise_equal(d.decode_rows(rows), d.decode(blocks)));
       const int64_t k = std::min<int64_t>(5, d.block_size());
       const BlockTopK a = block_topk(blocks, k), b = block_topk(rows, layout, d.blocks(), d.block_size(), k);
       EXPECT_TRUE(at::equal(a.index, b.index));
-      EXPECT_TRUE(bitwise_equal(a.value, b.value));
-      const BlockTopK other = block_topk(gaussian({d.blocks(), d.block_size()}, 41, dtype), k);
+      EXPECT_TRUE(testing::bitwise_equal(a.value, b.value));
+      const BlockTopK other = block_topk(gaussian_shaped({d.blocks(), d.block_size()}, 41, dtype), k);
       const at::Tensor mean_rows = scatter_mean({a, other, a}, layout, d.blocks(), d.block_size());
       const at::Tensor mean_blocks = scatter_mean({a, other, a}, d.blocks(), d.block_size());
       at::Tensor mean_moved = at::empty_like(mean_blocks);
       for (int64_t bl = 0; bl < d.blocks(); ++bl)
         for (int64_t e = 0; e < d.block_size(); ++e) mean_moved[bl][e] = mean_rows[layout.offset(bl, e)];
-      EXPECT_TRUE(bitwise_equal(mean_moved, mean_blocks));
+      EXPECT_TRUE(testing::bitwise_equal(mean_moved, mean_blocks));
     }
   }
 }
@@ -234,11 +231,11 @@ TEST(DctRowLayout, SubtractDecodedIsBitwiseTheSubtractionOfTheDecodedTensor) {
            {768, 256}, {256, 1024}, {85, 192}, {10, 7}, {3, 200}, {256}, {67}, {6, 4, 10}}) {
     for (auto dtype : {at::kFloat, at::kDouble}) {
       const BlockDct d(shape, 64);
-      const at::Tensor coeffs = d.encode_rows(gaussian(shape, 42, dtype));
-      const at::Tensor target = gaussian(shape, 43, dtype);
+      const at::Tensor coeffs = d.encode_rows(gaussian_shaped(shape, 42, dtype));
+      const at::Tensor target = gaussian_shaped(shape, 43, dtype);
       at::Tensor fused = target.clone();
       d.subtract_decoded(coeffs, fused);
-      EXPECT_TRUE(bitwise_equal(fused, target - d.decode_rows(coeffs))) << shape.size() << " " << dtype;
+      EXPECT_TRUE(testing::bitwise_equal(fused, target - d.decode_rows(coeffs))) << shape.size() << " " << dtype;
     }
   }
 }
@@ -255,14 +252,14 @@ TEST(DctScatterMean, AveragesOnlyOverTheWorkersThatSentACoefficient) {
   // block 1: idx 0 <- {9} -> 9; idx 2 <- {4, 8, 12} -> 8; idx 4 <- {3, 13} -> 8; 1, 3 unsent.
   const at::Tensor want = at::tensor({6.f, 6.f, 0.f, 7.f, 0.f, 9.f, 0.f, 8.f, 0.f, 8.f}).reshape({2, 5});
   EXPECT_TRUE(at::equal(got, want)) << got;
-  EXPECT_TRUE(bitwise_equal(scatter_mean(w, 2, 5), got));
+  EXPECT_TRUE(testing::bitwise_equal(scatter_mean(w, 2, 5), got));
 }
 
 TEST(DctScatterMean, IsBitwiseIdenticalWhenCalledTwiceOnRealCoefficients) {
   std::vector<BlockTopK> w;
-  for (uint64_t s = 0; s < 4; ++s) w.push_back(block_topk(gaussian({50, 64}, 40 + s), 8));
+  for (uint64_t s = 0; s < 4; ++s) w.push_back(block_topk(gaussian_shaped({50, 64}, 40 + s), 8));
   const at::Tensor a = scatter_mean(w, 50, 64), b = scatter_mean(w, 50, 64);
-  EXPECT_TRUE(bitwise_equal(a, b));
+  EXPECT_TRUE(testing::bitwise_equal(a, b));
   EXPECT_GT(a.ne(0).sum().item<int64_t>(), 50 * 8);  // the workers chose different coefficients
 }
 

@@ -15,7 +15,7 @@ using namespace harness;
 
 // 40 x 25 + 25 parameters: a 40 x 25 block has 1000 coefficients, so the
 // default k = 32 really compresses.
-constexpr int64_t kIn = 40, kOut = 25;
+constexpr int64_t kDemoIn = 40, kDemoOut = 25;
 
 Config demo_config() {
   Config cfg = base_config("demo", "sgd");  // DeMo has its own update: optim.name is unused
@@ -23,10 +23,10 @@ Config demo_config() {
   return cfg;
 }
 
-RunOptions big(std::vector<Ledger>* ledgers = nullptr) {
+RunOptions demo_options(std::vector<Ledger>* ledgers = nullptr) {
   RunOptions o;
-  o.in = kIn;
-  o.out = kOut;
+  o.in = kDemoIn;
+  o.out = kDemoOut;
   o.ledgers = ledgers;
   return o;
 }
@@ -70,12 +70,12 @@ TEST(DeMoEquivalence, AllCoefficientsWithoutSignEqualDdpSgdAtLrSquared) {
 TEST(DeMoReplicas, StayBitwiseIdenticalWithOwnDataInFloat32) {
   Config cfg = demo_config();
   cfg.optim.grad_clip = 1.0;  // each worker clips its own gradient: must not break the agreement
-  RunOptions o = big();
+  RunOptions o = demo_options();
   o.dtype = at::kFloat;
   auto got = run_with(cfg, 3, 20, 0.01, own_data, o);
   EXPECT_TRUE(bitwise_equal(got[1], got[0]));
   EXPECT_TRUE(bitwise_equal(got[2], got[0]));
-  EXPECT_FALSE(bitwise_equal(got[0], Worker(at::kFloat, kIn, kOut).params));
+  EXPECT_FALSE(bitwise_equal(got[0], Worker(at::kFloat, kDemoIn, kDemoOut).params));
 }
 
 TEST(DeMoLedger, OneAllGatherPerStepOfTheHandCountedPayloadForInt16AndInt64Indices) {
@@ -93,7 +93,7 @@ TEST(DeMoLedger, OneAllGatherPerStepOfTheHandCountedPayloadForInt16AndInt64Indic
     std::vector<double> received_per_step;
     for (int64_t n : {2, 3, 4}) {
       std::vector<Ledger> ledgers;
-      run_with(cfg, n, steps, 0.01, own_data, big(&ledgers));
+      run_with(cfg, n, steps, 0.01, own_data, demo_options(&ledgers));
       for (int64_t r = 0; r < n; ++r) {
         const Ledger& l = ledgers[r];
         ASSERT_EQ(l.ops(), steps) << dtype << " N = " << n << " rank " << r;
@@ -122,12 +122,12 @@ TEST(DeMoLedger, StatsReportTheHandCountedPayloadBytes) {
   Config cfg = demo_config();
   cfg.demo.chunk = 8;
   InProcessGroup group(1);
-  Worker worker(at::kDouble, kIn, kOut);
+  Worker worker(at::kDouble, kDemoIn, kDemoOut);
   DemoStrategy demo(cfg, worker.params, group.rank(0));
   const auto stats = demo.stats();
   EXPECT_EQ(stats.at("demo_payload_bytes"), 825 * 6);  // as in the ledger test, int16 indices
   EXPECT_EQ(stats.at("demo_coefficients"), 825);
-  EXPECT_DOUBLE_EQ(stats.at("demo_bytes_per_param"), 825.0 * 6 / double(kIn * kOut + kOut));
+  EXPECT_DOUBLE_EQ(stats.at("demo_bytes_per_param"), 825.0 * 6 / double(kDemoIn * kDemoOut + kDemoOut));
 }
 
 TEST(DeMoErrorFeedback, WhatLeavesTheMomentumIsExactlyWhatWasSent) {
@@ -135,7 +135,7 @@ TEST(DeMoErrorFeedback, WhatLeavesTheMomentumIsExactlyWhatWasSent) {
   cfg.demo.beta = 0.9;
   cfg.demo.sign = false;
   InProcessGroup group(1);
-  Worker worker(at::kDouble, kIn, kOut);
+  Worker worker(at::kDouble, kDemoIn, kDemoOut);
   DemoStrategy demo(cfg, worker.params, group.rank(0));
   const double lr = 0.1;
   worker.backward(11, 0);
@@ -161,8 +161,8 @@ TEST(DeMoSign, OneStepMovesEveryEntryByExactlyLrOrZero) {
   Config cfg = demo_config();
   cfg.demo.weight_decay = 0;
   const double lr = 0.01;
-  const auto before = Worker(at::kDouble, kIn, kOut).params;
-  auto after = run_with(cfg, 2, 1, lr, own_data, big());
+  const auto before = Worker(at::kDouble, kDemoIn, kDemoOut).params;
+  auto after = run_with(cfg, 2, 1, lr, own_data, demo_options());
   for (int w = 0; w < 2; ++w) {
     for (size_t j = 0; j < before.size(); ++j)
       EXPECT_TRUE(moved_by_lr_or_zero(before[j], after[w][j], lr)) << "worker " << w << " tensor " << j;
@@ -174,8 +174,8 @@ TEST(DeMoSign, DecoupledWeightDecayShrinksThenMovesEveryEntryByExactlyLrOrZero) 
   Config cfg = demo_config();
   cfg.demo.weight_decay = 0.1;
   const double lr = 0.01;
-  const auto before = Worker(at::kDouble, kIn, kOut).params;
-  auto after = run_with(cfg, 2, 1, lr, own_data, big());
+  const auto before = Worker(at::kDouble, kDemoIn, kDemoOut).params;
+  auto after = run_with(cfg, 2, 1, lr, own_data, demo_options());
   for (int w = 0; w < 2; ++w) {
     for (size_t j = 0; j < before.size(); ++j) {
       const at::Tensor shrunk = before[j].detach().mul(1.0 - lr * cfg.demo.weight_decay);
@@ -193,8 +193,8 @@ double expected_loss(const std::vector<at::Tensor>& p) {
 }
 
 TEST(DeMoTraining, WorkersWithDifferentDataLowerTheExpectedLossOver50Steps) {
-  const double start = expected_loss(Worker(at::kDouble, kIn, kOut).params);
-  auto got = run_with(demo_config(), 3, 50, 0.01, own_data, big());
+  const double start = expected_loss(Worker(at::kDouble, kDemoIn, kDemoOut).params);
+  auto got = run_with(demo_config(), 3, 50, 0.01, own_data, demo_options());
   const double end = expected_loss(got[0]);
   EXPECT_LT(end, 0.9 * start);  // clearly lower (46.3 -> 34.5 when written), not by rounding
 }

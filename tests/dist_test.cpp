@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+using testing::kAtoll;
 
 // Config overrides ("key=value") of a tiny run exercising `strategy`'s
 // mechanism within 12 steps on the generated text.

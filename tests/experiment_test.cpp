@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 using testing::invalid_argument_message;
 using testing::TempDir;
 
-const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+using testing::kAtoll;
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 

@@ -18,9 +18,9 @@
 namespace atl {
 namespace {
 
-using Params = std::vector<std::pair<std::string, at::Tensor>>;
+using NamedParams = std::vector<std::pair<std::string, at::Tensor>>;
 
-Params gpt_params(int64_t n_layer, bool bias) {
+NamedParams gpt_params(int64_t n_layer, bool bias) {
   ModelConfig c;
   c.kind = "gpt";
   c.n_layer = n_layer;
@@ -29,7 +29,7 @@ Params gpt_params(int64_t n_layer, bool bias) {
   c.block_size = 6;
   c.bias = bias;
   auto model = make_model(c, /*vocab_size=*/11, /*seed=*/1);
-  Params out;
+  NamedParams out;
   for (const auto& item : model->named_parameters()) out.emplace_back(item.key(), item.value());
   return out;
 }
@@ -55,7 +55,7 @@ std::vector<std::string> nanogpt_keys(bool bias) {
 TEST(GptNames, EveryParameterRoundTrips) {
   for (bool bias : {false, true}) {
     SCOPED_TRACE(bias ? "bias" : "no bias");
-    const Params params = gpt_params(2, bias);
+    const NamedParams params = gpt_params(2, bias);
     ASSERT_EQ(params.size(), bias ? 2u + 2 * 12 + 2 : 2u + 2 * 6 + 1);
     std::set<std::string> nanogpt;
     for (const auto& [name, tensor] : params) {
@@ -97,7 +97,7 @@ TEST(GptNames, UnknownNamesThrow) {
 TEST(GptNames, ExportIsInStateDictOrderWithTheHeadACopyOfWte) {
   for (bool bias : {false, true}) {
     SCOPED_TRACE(bias ? "bias" : "no bias");
-    Params params = gpt_params(2, bias);
+    NamedParams params = gpt_params(2, bias);
     std::reverse(params.begin(), params.end());  // the order given does not matter
     const std::vector<NamedTensor> out = nanogpt_tensors(params);
     std::vector<std::string> names;
@@ -119,24 +119,24 @@ TEST(GptNames, ExportIsInStateDictOrderWithTheHeadACopyOfWte) {
 }
 
 TEST(GptNames, ExportRefusesWhatIsNotAWholeGpt) {
-  const Params whole = gpt_params(2, true);
-  Params missing = whole;
+  const NamedParams whole = gpt_params(2, true);
+  NamedParams missing = whole;
   missing.erase(missing.begin() + 5);  // one of layer 0's tensors
   EXPECT_NE(testing::invalid_argument_message([&] {
               nanogpt_tensors(missing);
             }).find("not a whole GPT (2 layers, with biases): missing " + whole[5].first),
             std::string::npos);
-  Params twice = whole;
+  NamedParams twice = whole;
   twice.push_back(whole[0]);
   EXPECT_NE(testing::invalid_argument_message([&] { nanogpt_tensors(twice); }).find("'wte' appears twice"),
             std::string::npos);
-  Params foreign = whole;
+  NamedParams foreign = whole;
   foreign.emplace_back("fc1.weight", at::ones({2}));
   EXPECT_NE(
       testing::invalid_argument_message([&] { nanogpt_tensors(foreign); }).find("'fc1.weight' is not a parameter name"),
       std::string::npos);
   // One bias without the others is no GPT either.
-  Params mixed = gpt_params(1, false);
+  NamedParams mixed = gpt_params(1, false);
   mixed.emplace_back("ln_f.bias", at::zeros({8}));
   EXPECT_NE(testing::invalid_argument_message([&] { nanogpt_tensors(mixed); }).find("missing h0.ln_1.bias"),
             std::string::npos);
@@ -144,7 +144,7 @@ TEST(GptNames, ExportRefusesWhatIsNotAWholeGpt) {
 
 TEST(GptNames, ExportWritesAndReadsBack) {
   testing::TempDir dir;
-  const Params params = gpt_params(1, true);
+  const NamedParams params = gpt_params(1, true);
   write_safetensors(dir / "gpt.safetensors", nanogpt_tensors(params), {{"format", "pt"}});
   const SafetensorsFile back = read_safetensors(dir / "gpt.safetensors");
   ASSERT_EQ(back.tensors.size(), params.size() + 1);

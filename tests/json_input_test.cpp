@@ -14,7 +14,7 @@ std::string nested(int levels, const std::string& inside = "") {
   return std::string(size_t(levels), '[') + inside + std::string(size_t(levels), ']');
 }
 
-std::string error_of(const std::string& text) {
+std::string json_error_of(const std::string& text) {
   try {
     parse_json_input(text, "peer.json");
   } catch (const std::runtime_error& e) {
@@ -26,14 +26,14 @@ std::string error_of(const std::string& text) {
 TEST(JsonInput, SixtyFourLevelsAreReadAndSixtyFiveAreRefusedNamingTheSourceAndTheBound) {
   EXPECT_EQ(parse_json_input(nested(kMaxJsonDepth, "1"), "peer.json").dump(), nested(kMaxJsonDepth, "1"));
   EXPECT_EQ(parse_json_input("{\"a\": " + nested(kMaxJsonDepth - 1) + "}", "peer.json").size(), 1u);
-  const std::string what = error_of(nested(kMaxJsonDepth + 1));
+  const std::string what = json_error_of(nested(kMaxJsonDepth + 1));
   EXPECT_EQ(what.rfind("peer.json: ", 0), 0u) << what;
   EXPECT_NE(what.find("deeper than 64 levels"), std::string::npos) << what;
-  EXPECT_NE(error_of("{\"a\": " + nested(kMaxJsonDepth) + "}").find("at byte 69"), std::string::npos);
+  EXPECT_NE(json_error_of("{\"a\": " + nested(kMaxJsonDepth) + "}").find("at byte 69"), std::string::npos);
   // 400,000 levels (a meta.json of that depth once crashed training): refused, not parsed.
-  EXPECT_NE(error_of(nested(400000)).find("deeper than 64 levels"), std::string::npos);
+  EXPECT_NE(json_error_of(nested(400000)).find("deeper than 64 levels"), std::string::npos);
   // Unclosed brackets count too: the parser never sees them.
-  EXPECT_NE(error_of(std::string(400000, '{')).find("deeper than 64 levels"), std::string::npos);
+  EXPECT_NE(json_error_of(std::string(400000, '{')).find("deeper than 64 levels"), std::string::npos);
 }
 
 TEST(JsonInput, BracketsInsideStringsDoNotCountAndEscapedQuotesDoNotEndAString) {

@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+using testing::kAtoll;
 
 Config kill_config(const std::string& out_dir) {
   Config cfg = tiny_config("diloco", 2);

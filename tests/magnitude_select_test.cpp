@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor_util.h"
+
 namespace atl {
 namespace {
 
@@ -91,11 +93,6 @@ std::vector<T> payload(std::mt19937_64& rng, int64_t n, int mix) {
   return x;
 }
 
-bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
-  return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), size_t(a.nbytes())) == 0;
-}
-
 template <typename T>
 void check_against_sorting(at::ScalarType dtype, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -126,10 +123,10 @@ void check_against_sorting(at::ScalarType dtype, uint64_t seed) {
         lo += len;
       }
       const at::Tensor got = make_codec("topk", 128, density, 4, segments)->round_trip(xt).decoded;
-      ASSERT_TRUE(bitwise_equal(got, want)) << "seed " << seed << " trial " << trial << " mix " << m << " density "
-                                            << density << " segments " << segments.size();
+      ASSERT_TRUE(testing::bitwise_equal(got, want)) << "seed " << seed << " trial " << trial << " mix " << m
+                                                     << " density " << density << " segments " << segments.size();
       sort_all_reference(x.data(), want.data_ptr<T>(), n, k_for(density, n));
-      ASSERT_TRUE(bitwise_equal(whole[d]->round_trip(xt).decoded, want))
+      ASSERT_TRUE(testing::bitwise_equal(whole[d]->round_trip(xt).decoded, want))
           << "seed " << seed << " trial " << trial << " mix " << m << " density " << density << " n " << n;
     }
   }

@@ -23,13 +23,11 @@ namespace {
 using testing::invalid_argument_message;
 
 // "a | b | c", as validation lists allowed values.
-std::string join(const std::vector<std::string>& values) {
+std::string joined_by_bars(const std::vector<std::string>& values) {
   std::string out;
   for (const std::string& v : values) out += (out.empty() ? "" : " | ") + v;
   return out;
 }
-
-std::string help_of(const std::string& key) { return field_help(key); }
 
 // ------------------------------------------------- collective algorithms
 
@@ -65,8 +63,9 @@ TEST(NetAlgorithms, ValidationAcceptsEverySpellingAndHelpNamesEachWithItsHelpLin
   std::string refusal;
   for (const std::string& e : validate(c))
     if (e.rfind("network.algorithm = 'butterfly'", 0) == 0) refusal = e;
-  EXPECT_NE(refusal.find("allowed values are " + join(collective_algorithm_spellings())), std::string::npos) << refusal;
-  const std::string help = help_of("network.algorithm");
+  EXPECT_NE(refusal.find("allowed values are " + joined_by_bars(collective_algorithm_spellings())), std::string::npos)
+      << refusal;
+  const std::string help = field_help("network.algorithm");
   for (const CollectiveAlgorithm& a : collective_algorithms()) {
     EXPECT_NE(help.find(std::string(a.name) + ": " + a.help), std::string::npos) << help;
     for (const std::string& alias : a.aliases) EXPECT_NE(help.find(alias), std::string::npos) << help;
@@ -136,7 +135,7 @@ TEST(NetExchanges, ValidationAcceptsEveryNameAndHelpNamesEachWithItsHelpLine) {
   for (const std::string& e : validate(c))
     if (e.rfind("islands.exchange = 'mesh'", 0) == 0) refusal = e;
   EXPECT_NE(refusal.find("allowed values are " + island_exchange_choices()), std::string::npos) << refusal;
-  const std::string help = help_of("islands.exchange");
+  const std::string help = field_help("islands.exchange");
   for (const IslandExchangeInfo& x : island_exchanges())
     EXPECT_NE(help.find(std::string(x.name) + ": " + x.help), std::string::npos) << help;
 }

@@ -12,8 +12,8 @@ namespace atl {
 namespace {
 
 // A finished run of `steps` steps evaluated at `eval_steps` with `losses`.
-RunData run(const std::string& name, const std::string& strategy, int seed, int64_t steps,
-            std::vector<double> eval_steps, std::vector<double> losses) {
+RunData run_data(const std::string& name, const std::string& strategy, int seed, int64_t steps,
+                 std::vector<double> eval_steps, std::vector<double> losses) {
   RunData r;
   r.name = name;
   r.dir = "runs/" + name;
@@ -32,10 +32,10 @@ RunData run(const std::string& name, const std::string& strategy, int seed, int6
 // DDP (evaluated every 20 of 100 steps) and a worse DiLoCo, two seeds each.
 std::vector<RunData> two_settings() {
   const std::vector<double> steps = {0, 20, 40, 60, 80, 100};
-  return {run("ddp_s1", "ddp", 1, 100, steps, {4.0, 3.0, 2.6, 2.4, 2.30, 2.2}),
-          run("ddp_s2", "ddp", 2, 100, steps, {4.0, 3.1, 2.7, 2.5, 2.34, 2.25}),
-          run("diloco_s1", "diloco", 1, 100, steps, {4.0, 3.5, 3.0, 2.8, 2.6, 2.5}),
-          run("diloco_s2", "diloco", 2, 100, steps, {4.0, 3.6, 3.1, 2.9, 2.7, 2.6})};
+  return {run_data("ddp_s1", "ddp", 1, 100, steps, {4.0, 3.0, 2.6, 2.4, 2.30, 2.2}),
+          run_data("ddp_s2", "ddp", 2, 100, steps, {4.0, 3.1, 2.7, 2.5, 2.34, 2.25}),
+          run_data("diloco_s1", "diloco", 1, 100, steps, {4.0, 3.5, 3.0, 2.8, 2.6, 2.5}),
+          run_data("diloco_s2", "diloco", 2, 100, steps, {4.0, 3.6, 3.1, 2.9, 2.7, 2.6})};
 }
 
 TEST(ReportTarget, WithoutAGivenTargetItIsTheBaselinesLossAtItsLastEvaluationWithin90PercentOfItsRun) {
@@ -74,8 +74,8 @@ TEST(ReportTarget, AGivenTargetWinsAndSaysWhereItCameFrom) {
 
 TEST(ReportTarget, ABaselineWithNoEvaluationBefore90PercentUsesItsFinalLoss) {
   // Evaluated only at the start and the end (train.eval_every = 0).
-  const std::vector<RunData> runs = {run("ddp", "ddp", 1, 100, {0, 100}, {4.0, 2.2}),
-                                     run("diloco", "diloco", 1, 100, {0, 100}, {4.0, 2.5})};
+  const std::vector<RunData> runs = {run_data("ddp", "ddp", 1, 100, {0, 100}, {4.0, 2.2}),
+                                     run_data("diloco", "diloco", 1, 100, {0, 100}, {4.0, 2.5})};
   const TargetLoss t = choose_target_loss(runs, {});
   EXPECT_EQ(t.rule, TargetLoss::BaselineFinal);
   EXPECT_DOUBLE_EQ(t.value, 2.2);

@@ -45,7 +45,7 @@ std::string size_field(uint64_t n) { return std::string(reinterpret_cast<const c
 
 // The message of the SafetensorsError `fn` throws ("" if none, or another exception).
 template <typename Fn>
-std::string error_of(Fn&& fn) {
+std::string safetensors_error_of(Fn&& fn) {
   try {
     fn();
   } catch (const SafetensorsError& e) {
@@ -242,7 +242,7 @@ TEST(Safetensors, RefusesDamagedFilesNamingTheProblem) {
   };
   for (const BadInput& c : cases) {
     SCOPED_TRACE(c.name);
-    const std::string message = error_of([&] { parse_safetensors(c.bytes, "bad.safetensors"); });
+    const std::string message = safetensors_error_of([&] { parse_safetensors(c.bytes, "bad.safetensors"); });
     EXPECT_EQ(message.rfind("bad.safetensors: ", 0), 0u) << message;
     EXPECT_NE(message.find(c.expected), std::string::npos) << message;
   }
@@ -250,27 +250,27 @@ TEST(Safetensors, RefusesDamagedFilesNamingTheProblem) {
 
 TEST(Safetensors, WriterRefusesWhatTheFormatCannotHold) {
   const at::Tensor t = at::ones({2}, at::kFloat);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(safetensors_error_of([&] {
               encode_safetensors({{"a", t}, {"a", t}});
             }).find("tensor \"a\": the name appears twice"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(safetensors_error_of([&] {
               encode_safetensors({{"__metadata__", t}});
             }).find("reserved for the metadata"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(safetensors_error_of([&] {
               encode_safetensors({{"u", at::Tensor()}});
             }).find("tensor \"u\": the tensor is undefined"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(safetensors_error_of([&] {
               encode_safetensors({{"c", at::ones({2}, at::kComplexFloat)}});
             }).find("tensor \"c\": dtype ComplexFloat cannot be saved"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(safetensors_error_of([&] {
               encode_safetensors({{std::string("bad\xff"), t}});
             }).find("is not valid UTF-8"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(safetensors_error_of([&] {
               encode_safetensors({}, {{"k", std::string("\xc3")}});
             }).find("is not valid UTF-8"),
             std::string::npos);
@@ -285,7 +285,7 @@ TEST(Safetensors, AFailedWriteLeavesTheOldFile) {
 
   // Refused before anything is written.
   const at::Tensor t = at::ones({2}, at::kFloat);
-  const std::string message = error_of([&] { write_safetensors(path, {{"a", t}, {"a", t}}); });
+  const std::string message = safetensors_error_of([&] { write_safetensors(path, {{"a", t}, {"a", t}}); });
   EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
   EXPECT_EQ(testing::read_text(path), old_bytes);
 
@@ -293,7 +293,8 @@ TEST(Safetensors, AFailedWriteLeavesTheOldFile) {
   // folder stays, and no temporary file is left behind.
   const std::string folder = dir / "folder.safetensors";
   fs::create_directories(fs::path(folder) / "inside");
-  EXPECT_EQ(error_of([&] { write_safetensors(folder, old_tensors); }).rfind(folder + ": not written", 0), 0u);
+  EXPECT_EQ(safetensors_error_of([&] { write_safetensors(folder, old_tensors); }).rfind(folder + ": not written", 0),
+            0u);
   EXPECT_TRUE(fs::is_directory(fs::path(folder) / "inside"));
   EXPECT_FALSE(atl::testing::temp_file_left(folder));
 
@@ -313,7 +314,9 @@ TEST(Safetensors, AWriteIntoAReadOnlyFolderLeavesTheOldFile) {
   write_safetensors(path, {{"old", at::arange(4, at::kFloat)}});
   const std::string old_bytes = testing::read_text(path);
   ASSERT_EQ(::chmod(folder.c_str(), 0555), 0);
-  const std::string message = error_of([&] { write_safetensors(path, {{"new", at::ones({2}, at::kFloat)}}); });
+  const std::string message = safetensors_error_of([&] {
+    write_safetensors(path, {{"new", at::ones({2}, at::kFloat)}});
+  });
   ::chmod(folder.c_str(), 0755);
   EXPECT_EQ(message.rfind(path + ": not written", 0), 0u) << message;
   EXPECT_EQ(testing::read_text(path), old_bytes);
@@ -323,13 +326,13 @@ TEST(Safetensors, AWriteIntoAReadOnlyFolderLeavesTheOldFile) {
 TEST(Safetensors, ReadingAMissingFileNamesIt) {
   TempDir dir;
   const std::string path = dir / "absent.safetensors";
-  const std::string message = error_of([&] { read_safetensors(path); });
+  const std::string message = safetensors_error_of([&] { read_safetensors(path); });
   EXPECT_EQ(message.rfind(path + ": cannot read", 0), 0u) << message;
   // A truncated file names itself too.
   std::string bytes = encode_safetensors({{"w", at::ones({4}, at::kFloat)}});
   bytes.pop_back();
   const std::string cut = dir.write("cut.safetensors", bytes);
-  const std::string cut_message = error_of([&] { read_safetensors(cut); });
+  const std::string cut_message = safetensors_error_of([&] { read_safetensors(cut); });
   EXPECT_EQ(cut_message.rfind(cut + ": tensor \"w\": data_offsets [0, 16] go past the end", 0), 0u) << cut_message;
 }
 

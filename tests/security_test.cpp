@@ -37,7 +37,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+using testing::kAtoll;
 
 Bytes token(uint8_t fill) { return Bytes(kJobTokenBytes, fill); }
 

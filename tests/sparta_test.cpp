@@ -27,7 +27,7 @@ Config sparta_config(double p, const std::string& selector = "random") {
   return cfg;
 }
 
-RunOptions big(History* history = nullptr, std::vector<Ledger>* ledgers = nullptr) {
+RunOptions sparta_options(History* history = nullptr, std::vector<Ledger>* ledgers = nullptr) {
   RunOptions o;
   o.in = kIn;
   o.out = kOut;
@@ -62,12 +62,12 @@ std::vector<double> flat(const std::vector<at::Tensor>& params) {
 
 TEST(Sparta, PZeroSendsNoBytesAndEveryWorkerTrainsAsIfAlone) {
   std::vector<Ledger> ledgers;
-  auto got = run_with(sparta_config(0.0), 3, 12, 0.01, own_data, big(nullptr, &ledgers));
+  auto got = run_with(sparta_config(0.0), 3, 12, 0.01, own_data, sparta_options(nullptr, &ledgers));
   for (int64_t w = 0; w < 3; ++w) {
     EXPECT_EQ(ledgers[w].ops(), 0) << w;
     EXPECT_EQ(ledgers[w].total_sent(), 0) << w;
     auto alone = run_with(
-        base_config("single", "adamw"), 1, 12, 0.01, [w](int64_t) { return own_data(w); }, big());
+        base_config("single", "adamw"), 1, 12, 0.01, [w](int64_t) { return own_data(w); }, sparta_options());
     EXPECT_TRUE(bitwise_equal(got[w], alone[0])) << "worker " << w;
   }
 }
@@ -75,8 +75,8 @@ TEST(Sparta, PZeroSendsNoBytesAndEveryWorkerTrainsAsIfAlone) {
 TEST(Sparta, POneWithTheGlobalTopologyEqualsParameterAveragingEveryStep) {
   Config local = base_config("localsgd", "adamw");
   local.diloco.inner_steps = 1;
-  auto a = run_with(sparta_config(1.0), 3, 10, 0.01, own_data, big());
-  auto b = run_with(local, 3, 10, 0.01, own_data, big());
+  auto a = run_with(sparta_config(1.0), 3, 10, 0.01, own_data, sparta_options());
+  auto b = run_with(local, 3, 10, 0.01, own_data, sparta_options());
   for (int w = 0; w < 3; ++w) EXPECT_TRUE(bitwise_equal(a[w], b[w])) << "worker " << w;
 }
 
@@ -84,7 +84,7 @@ TEST(Sparta, AfterAnExchangeExactlyTheMaskedEntriesAgreeAcrossWorkers) {
   for (const char* selector : {"random", "partitioned", "sequential", "layerwise"}) {
     Config cfg = sparta_config(0.05, selector);
     History h;
-    run_with(cfg, 3, 6, 0.01, own_data, big(&h));
+    run_with(cfg, 3, 6, 0.01, own_data, sparta_options(&h));
     for (int64_t t = 0; t < 6; ++t) {
       const std::vector<bool> mask = mask_of(selection_at(cfg, t, t));
       const auto a = flat(h[0][t]), b = flat(h[1][t]), c = flat(h[2][t]);
@@ -156,7 +156,7 @@ TEST(Sparta, AllReduceLedgerBytesAreTwoNMinusOneOverNTimesPPB) {
   // The partitioned selector sends exactly P entries per 1/p exchanges.
   for (int64_t n : {2, 3, 4}) {
     std::vector<Ledger> ledgers;
-    run_with(sparta_config(0.1, "partitioned"), n, 10, 0.01, own_data, big(nullptr, &ledgers));
+    run_with(sparta_config(0.1, "partitioned"), n, 10, 0.01, own_data, sparta_options(nullptr, &ledgers));
     const double want = 2.0 * double(n - 1) / double(n) * double(kParams) * 8;  // float64
     for (const auto& l : ledgers) {
       EXPECT_NEAR(l.total_sent(), want, 1e-6) << "N = " << n;
@@ -172,7 +172,7 @@ TEST(Sparta, GossipLedgerBytesPerWorkerDoNotGrowWithN) {
     Config cfg = sparta_config(0.1, "partitioned");
     cfg.strategy.topology = "gossip";
     std::vector<Ledger> ledgers;
-    run_with(cfg, n, 10, 0.01, own_data, big(nullptr, &ledgers));
+    run_with(cfg, n, 10, 0.01, own_data, sparta_options(nullptr, &ledgers));
     for (const auto& l : ledgers) EXPECT_DOUBLE_EQ(l.total_sent(), ledgers[0].total_sent()) << "N = " << n;
     per_worker.push_back(ledgers[0].total_sent());
   }
@@ -188,7 +188,7 @@ TEST(Sparta, DelayedAveragesLandExactlyDStepsLater) {
   Config cfg = sparta_config(0.1, "sequential");
   cfg.sparta.delay = d;
   History h;
-  run_with(cfg, 2, 9, 0.01, own_data, big(&h));
+  run_with(cfg, 2, 9, 0.01, own_data, sparta_options(&h));
   for (int64_t s = 0; s + d < 9; ++s) {
     const std::vector<bool> mask = mask_of(selection_at(cfg, s, s));
     const auto sent0 = flat(h[0][s]), sent1 = flat(h[1][s]);
@@ -210,12 +210,12 @@ TEST(Sparta, DelayedAveragesLandExactlyDStepsLater) {
 TEST(Sparta, DeltaApplyEqualsOverwriteWithoutDelayAndKeepsLocalProgressWithDelay) {
   Config over = sparta_config(0.1, "sequential"), delta = over;
   delta.sparta.apply = "delta";
-  auto a = run_with(over, 2, 8, 0.01, own_data, big());
-  auto b = run_with(delta, 2, 8, 0.01, own_data, big());
+  auto a = run_with(over, 2, 8, 0.01, own_data, sparta_options());
+  auto b = run_with(delta, 2, 8, 0.01, own_data, sparta_options());
   EXPECT_LT(max_abs_diff(a[0], b[0]), 1e-12);
   over.sparta.delay = delta.sparta.delay = 2;
-  a = run_with(over, 2, 8, 0.01, own_data, big());
-  b = run_with(delta, 2, 8, 0.01, own_data, big());
+  a = run_with(over, 2, 8, 0.01, own_data, sparta_options());
+  b = run_with(delta, 2, 8, 0.01, own_data, sparta_options());
   EXPECT_GT(max_abs_diff(a[0], b[0]), 1e-6);
 }
 
@@ -223,7 +223,7 @@ TEST(Sparta, IntervalKExchangesOnlyOnEveryKthStep) {
   Config cfg = sparta_config(0.05);
   cfg.sparta.interval = 4;
   Ledger l;
-  RunOptions o = big();
+  RunOptions o = sparta_options();
   o.rank0_ledger = &l;
   run_with(cfg, 2, 12, 0.01, own_data, o);
   ASSERT_EQ(l.ops(), 3);
@@ -234,7 +234,7 @@ TEST(Sparta, FaultsSkipWholeExchangesOnEveryRankAtTheConfiguredRate) {
   Config cfg = sparta_config(0.05);
   cfg.sparta.fault_rate = 0.5;
   std::vector<Ledger> ledgers;
-  run_with(cfg, 3, 200, 0.001, own_data, big(nullptr, &ledgers));
+  run_with(cfg, 3, 200, 0.001, own_data, sparta_options(nullptr, &ledgers));
   // Binomial(200, 0.5) exchanges survive: mean 100, sd 7.
   EXPECT_NEAR(double(ledgers[0].ops()), 100, 30);
   for (const auto& l : ledgers) EXPECT_EQ(l.ops(), ledgers[0].ops());
@@ -260,8 +260,8 @@ TEST(Sparta, SpartaDiLoCoWithPZeroEqualsDiLoCo) {
   Config a = sparta_config(0.0), b = base_config("diloco", "adamw");
   a.strategy.name = "sparta_diloco";
   a.diloco.inner_steps = b.diloco.inner_steps = 4;
-  auto x = run_with(a, 3, 12, 0.01, own_data, big());
-  auto y = run_with(b, 3, 12, 0.01, own_data, big());
+  auto x = run_with(a, 3, 12, 0.01, own_data, sparta_options());
+  auto y = run_with(b, 3, 12, 0.01, own_data, sparta_options());
   for (int w = 0; w < 3; ++w) EXPECT_TRUE(bitwise_equal(x[w], y[w])) << "worker " << w;
 }
 
@@ -270,7 +270,7 @@ TEST(Sparta, SpartaDiLoCoSendsBothTheSparseValuesAndThePseudoGradient) {
   cfg.strategy.name = "sparta_diloco";
   cfg.diloco.inner_steps = 5;
   Ledger l;
-  RunOptions o = big();
+  RunOptions o = sparta_options();
   o.rank0_ledger = &l;
   run_with(cfg, 2, 10, 0.01, own_data, o);
   EXPECT_DOUBLE_EQ(l.sent_by_tag().at("sparse"), double(kParams) * 8);           // 10 exchanges of P/10

@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-const std::string kAtollCli = std::string(ATOLL_BINARY_DIR) + "/atoll";
+using testing::kAtoll;
 
 // One check as RESULTS.md prints it: "- word: text — `check` (effect e): figures"
 // and, on the next line, the outcome's text.
@@ -96,7 +96,7 @@ inconclusive = "SAID-3"
 )P";
     const std::string log = dir.path("sweep.log");
     const int status =
-        std::system((kAtollCli + " sweep " + preset + " --no-network-sliders > '" + log + "' 2>&1").c_str());
+        std::system((kAtoll + " sweep " + preset + " --no-network-sliders > '" + log + "' 2>&1").c_str());
     sweep_log = testing::read_text(log);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return;
     html = testing::read_text(fs::path(dir.path("runs")) / "claims" / "report.html");
@@ -169,8 +169,7 @@ TEST(SweepReport, AReportOfTheSameRunFoldersWithoutAPresetHasNoClaimsSection) {
   for (const auto& d : s.run_dirs) args += " " + d;
   const std::string out = s.dir.path("plain.html"), log = s.dir.path("report.log");
   ASSERT_EQ(
-      std::system((kAtollCli + " report" + args + " -o " + out + " --no-network-sliders > " + log + " 2>&1").c_str()),
-      0)
+      std::system((kAtoll + " report" + args + " -o " + out + " --no-network-sliders > " + log + " 2>&1").c_str()), 0)
       << testing::read_text(log);
   const std::string plain = testing::read_text(out);
   ASSERT_NE(plain.find("id=\"summary\""), std::string::npos) << plain;

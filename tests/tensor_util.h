@@ -10,7 +10,8 @@
 
 namespace atl::testing {
 
-// Same dtype, shape and bytes (NaNs with equal bits are equal).
+// Same dtype, shape and bytes (NaNs with equal bits are equal). Called
+// qualified: strategy_harness.h has a vector overload in atl::harness.
 inline bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
   return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
          std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), size_t(a.nbytes())) == 0;

@@ -12,6 +12,12 @@
 
 namespace atl::testing {
 
+#ifdef ATOLL_BINARY_DIR
+// The atoll CLI of this build, for the tests that start it as a program
+// (tests/CMakeLists.txt builds it before them when a test file names kAtoll).
+inline const std::string kAtoll = std::string(ATOLL_BINARY_DIR) + "/atoll";
+#endif
+
 // Returns the message of the std::invalid_argument `fn` throws ("" if none).
 template <typename Fn>
 std::string invalid_argument_message(Fn&& fn) {

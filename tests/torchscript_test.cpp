@@ -304,7 +304,7 @@ TEST(TorchScriptModel, TwoRanksOverGlooMatchTheSimulatorBitwise) {
   LaunchOptions opts;
   opts.nproc = 2;
   opts.grace_seconds = 2;
-  opts.argv = {std::string(ATOLL_BINARY_DIR) + "/atoll", "train", "--dist-timeout=60"};
+  opts.argv = {testing::kAtoll, "train", "--dist-timeout=60"};
   const std::string toml = tmp.write("real.toml", to_toml(cfg));
   opts.argv.push_back(toml);
   opts.argv.push_back("--run.name=real");

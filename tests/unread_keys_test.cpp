@@ -151,17 +151,16 @@ TEST(UnreadKeys, SweepWideOverridesReachTheRunsThatReadThemAndOneNoRunReadsIsRef
 TEST(UnreadKeys, TheCommandLineRefusesItBeforeAnyWork) {
   TempDir dir;
   const std::string log = dir.path("out.log");
-  const std::string cmd = std::string(ATOLL_BINARY_DIR) +
-                          "/atoll config --strategy=sparta --workers=2 --diloco.ddp_warmup_steps=100 > '" + log +
-                          "' 2>&1";
+  const std::string cmd =
+      testing::kAtoll + " config --strategy=sparta --workers=2 --diloco.ddp_warmup_steps=100 > '" + log + "' 2>&1";
   const int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_NE(WEXITSTATUS(status), 0);
   const std::string out = testing::read_text(log);
   EXPECT_TRUE(has(out, "diloco.ddp_warmup_steps=100: strategy 'sparta' reads no [diloco] keys")) << out;
   // The key a method reads passes.
-  EXPECT_EQ(std::system((std::string(ATOLL_BINARY_DIR) +
-                         "/atoll config --strategy=sparta --workers=2 "
+  EXPECT_EQ(std::system((testing::kAtoll +
+                         " config --strategy=sparta --workers=2 "
                          "--sparta.p=0.01 > '" +
                          log + "' 2>&1")
                             .c_str()),

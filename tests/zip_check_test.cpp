@@ -81,7 +81,7 @@ std::string archive(const std::string& body, const std::string& directory, uint6
   return out;
 }
 
-std::string error_of(const std::string& bytes) {
+std::string zip_error_of(const std::string& bytes) {
   try {
     check_zip_archive(bytes, "m.pt");
   } catch (const std::runtime_error& e) {
@@ -103,7 +103,7 @@ TEST(ZipCheck, EntriesThatShareBytesAreRefusedBeforeAnyIsInflated) {
   // directory made it, and then LibTorch, inflate one entry thousands of times.
   std::string many = central(pkl, 0) + central(code, at_code);
   for (int i = 0; i < 3; ++i) many += central(pkl, 0);
-  const std::string shared = error_of(archive(body, many, 5));
+  const std::string shared = zip_error_of(archive(body, many, 5));
   EXPECT_EQ(shared,
             "m.pt: not an intact zip archive (entry 'm/data.pkl' (bytes 0 to 140) overlaps entry 'm/data.pkl' "
             "at byte 0; entries must not share bytes)");
@@ -111,7 +111,7 @@ TEST(ZipCheck, EntriesThatShareBytesAreRefusedBeforeAnyIsInflated) {
   // An entry hidden inside another's data, each with an intact CRC-32.
   const Stored outer{"m/outer", "xx" + local(code) + "yy"};
   const uint64_t inner = 30 + outer.name.size() + 2;
-  const std::string nested = error_of(archive(local(outer), central(outer, 0) + central(code, inner), 2));
+  const std::string nested = zip_error_of(archive(local(outer), central(outer, 0) + central(code, inner), 2));
   EXPECT_NE(nested.find("entry 'm/outer' (bytes 0 to 96) overlaps entry 'm/code/m.py' at byte 39"), std::string::npos)
       << nested;
 
@@ -119,8 +119,8 @@ TEST(ZipCheck, EntriesThatShareBytesAreRefusedBeforeAnyIsInflated) {
   Stored longer = code;
   longer.data += "more";
   std::string into_directory = archive(local(pkl) + local(code), central(pkl, 0) + central(longer, at_code), 2);
-  EXPECT_NE(error_of(into_directory).find("overlaps the central directory at byte 195"), std::string::npos)
-      << error_of(into_directory);
+  EXPECT_NE(zip_error_of(into_directory).find("overlaps the central directory at byte 195"), std::string::npos)
+      << zip_error_of(into_directory);
 }
 
 }  // namespace
