@@ -131,5 +131,17 @@ TEST(Claims, OnlyAnUndecidedCheckIsToldHowManySeedsAndNeverOfALargerEvaluation) 
   EXPECT_FALSE(has(open, "larger evaluation")) << open.detail;
 }
 
+TEST(Claims, TheSeedAdviceAimsBelowTheHalfWidthAlreadyReached) {
+  // Differences -0.0155, -0.0095, -0.005: mean -0.01, half-width 0.0131,
+  // which already resolves the effect 0.02 (<= 0.014), while the interval
+  // (-0.023, 0.003) crosses 0 and leaves (-0.02, 0.02). What is left is the
+  // sign: about 3 x (0.0131 / 0.01)^2 = 5.1, so 6 pairs, for a half-width of
+  // 0.01; never "narrow to 0.014", wider than what 3 pairs gave.
+  const ClaimVerdict v = judge_claim("loss(a) < loss(b)", losses({0.9845, 0.9905, 0.995}, {1, 1, 1}), 0.02);
+  EXPECT_EQ(v.outcome, ClaimVerdict::Inconclusive) << v.detail;
+  EXPECT_TRUE(has(v, "resolves an effect of 0.02")) << v.detail;
+  EXPECT_TRUE(has(v, "more seeds: about 6 pairs would narrow the half-width to 0.01 ")) << v.detail;
+}
+
 }  // namespace
 }  // namespace atl
