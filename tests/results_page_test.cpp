@@ -111,6 +111,12 @@ inconclusive = "SAID-INCONCLUSIVE-3"
   EXPECT_NE(md.find("**Verdict: partly reproduced** (2 of 3 checks hold, 0 fail, 0 equivalent, 1 inconclusive)"),
             std::string::npos)
       << md;
+  // The summary row: the verdict, the outcomes, the first check's paired
+  // difference (bytes: the same in every seed), how many checks resolve the
+  // effect, and "—" for a preset that states no changes.
+  EXPECT_NE(md.find("| R0 | page | partly reproduced | 2 hold, 1 inconclusive | holds: -"), std::string::npos) << md;
+  EXPECT_NE(md.find(" exactly (n=2) | "), std::string::npos) << md;
+  EXPECT_NE(md.find(" of 3 (e = 0.01) | — |"), std::string::npos) << md;
 }
 
 std::string lower(std::string s) {
@@ -144,8 +150,13 @@ TEST(Presets, NoPagesProseClaimsAVerdictItsChecksDoNotGive) {
     ++presets;
     const SweepSpec spec = load_sweep(entry.path().string(), {}, {}, false);
     // The discussion is printed whatever the checks give: no verdict in it.
-    for (const auto* words : {&kNegative, &kPositive, &kUndecided})
+    // So is what changed since round one (the summary table's last column),
+    // which every reproduction preset states.
+    EXPECT_FALSE(spec.changes.empty()) << file << ": [sweep] changes is missing";
+    for (const auto* words : {&kNegative, &kPositive, &kUndecided}) {
       EXPECT_EQ(found(spec.discussion, *words, words == &kPositive), "") << file << ": discussion";
+      EXPECT_EQ(found(spec.changes, *words, words == &kPositive), "") << file << ": changes";
+    }
     for (const auto& c : spec.claims) {
       EXPECT_FALSE(c.holds.empty()) << file << ": '" << c.text << "' says nothing when it holds";
       EXPECT_FALSE(c.fails.empty()) << file << ": '" << c.text << "' says nothing when it fails";

@@ -66,6 +66,7 @@ TEST(Whatif, TheCrossoverOfAHandMadePairEqualsTheClosedForm) {
   o.bandwidth_to = 1e9;
   o.points_per_decade = 2;
   o.crossover_tolerance = 1e-8;
+  o.target_loss = 1.0;
   const WhatifResult r = run_whatif({tmp.path("ddp"), tmp.path("diloco")}, o);
   EXPECT_EQ(r.baseline, "ddp");
   EXPECT_DOUBLE_EQ(r.target_loss, 1.0);
@@ -123,6 +124,22 @@ TEST(Whatif, AProjectionChargesTheBiggerModelsPayloadsAndComputeToTheSameSteps) 
   d.device_flops = 1e12;
   d.mfu = 0.5;
   EXPECT_THROW(retime_run(tmp.path("ddp"), {}, d), std::invalid_argument);  // no tokens per step recorded
+}
+
+TEST(Whatif, TheDefaultTargetIsTheReportsTheBaselinesLossAt90PercentOfItsRun) {
+  testing::TempDir tmp;
+  // ddp's last evaluation within 90% of its 10 steps is step 5 (loss 1.5);
+  // the old default, the worst final loss, would have been 1.2 (diloco's).
+  hand_made_run(tmp.path("ddp"), "ddp", 10, 1, {{5, 1.5}, {10, 1.0}});
+  hand_made_run(tmp.path("diloco"), "diloco", 20, 10, {{10, 1.4}, {20, 1.2}});
+  WhatifOptions o;
+  o.bandwidth_from = 1e6;
+  o.bandwidth_to = 1e7;
+  o.points_per_decade = 1;
+  const WhatifResult r = run_whatif({tmp.path("ddp"), tmp.path("diloco")}, o);
+  EXPECT_DOUBLE_EQ(r.target_loss, 1.5);
+  EXPECT_NE(r.target_why.find("ddp's eval loss at step 5 of 10"), std::string::npos) << r.target_why;
+  EXPECT_NE(whatif_markdown(r).find(r.target_why), std::string::npos);
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ NetworkCommands::NetworkCommands(CLI::App& app) {
       ->capture_default_str();
   whatif_->add_option("--latency", latency_, "latency for every run (default: each run's own network.latency)");
   whatif_->add_option("--target-loss", whatif_opts_.target_loss,
-                      "eval loss to reach (default: the highest final eval loss among the runs)");
+                      "eval loss to reach (default: the report's, the baseline's eval loss at 90% of its run)");
   whatif_->add_option("--baseline", whatif_opts_.baseline, "setting the crossovers are against (default: DDP)");
   whatif_->add_option("-o,--output", whatif_out_, "also write the Markdown to this file");
   for (CLI::App* cmd : {retime_, whatif_}) {

@@ -76,6 +76,7 @@ struct SweepSpec {
   double effect = 0;       // the smallest difference the claims test for (0 = not stated)
   std::vector<SweepClaim> claims;
   std::string discussion;  // verbatim into RESULTS.md under the verdict; free of verdicts
+  std::string changes;     // what changed since the first round and why (RESULTS.md's summary table)
   std::string command;     // how the sweep was asked for (RESULTS.md), set by load_sweep
 };
 
@@ -167,6 +168,10 @@ struct ClaimVerdict {
   enum Outcome { Holds, Fails, Inconclusive, Equivalent } outcome = Inconclusive;
   std::string detail;  // the check with mean values, the difference, its interval and n pairs
   int seeds = 0;       // seeds every named setting has (0 for a closed form)
+  // left - right in short, for a summary: "+0.0399 ± 0.0149 (n=3)", "-0.01
+  // exactly (n=3)", "-0.0167 (closed form)", "not finite", "+0.02 (one seed)".
+  std::string difference;
+  bool resolves = false;  // decided exactly, or a half-width <= 0.7 x the effect
 };
 const char* outcome_name(ClaimVerdict::Outcome o);  // holds | fails | inconclusive | equivalent
 // Throws std::invalid_argument on a syntax error or an unknown setting.

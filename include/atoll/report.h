@@ -116,7 +116,9 @@ struct ReportClaim {
   // The check with its means, the paired difference, its 95% interval and n
   // pairs, or "decided exactly" (claims.h's ClaimVerdict::detail).
   std::string figures;
-  std::string prose;  // the preset's text for the computed outcome ("" = none)
+  std::string prose;       // the preset's text for the computed outcome ("" = none)
+  std::string difference;  // left - right in short ("+0.0399 ± 0.0149 (n=3)"; ClaimVerdict::difference)
+  bool resolves = false;   // decided exactly, or a half-width <= 0.7 x the effect
 };
 
 struct ReportOptions {

@@ -18,12 +18,12 @@
 namespace atl {
 
 struct WhatifOptions {
-  double bandwidth_from = 1.25e6;     // bytes/s (10 Mbit/s)
-  double bandwidth_to = 12.5e9;       // bytes/s (100 Gbit/s)
-  int points_per_decade = 4;          // the log grid
-  double latency = -1;                // seconds; < 0: each run's own network.latency
-  double target_loss = 0;             // 0: the highest final eval loss among the settings (all reach it)
-  std::string baseline;               // setting the crossovers are against; "": the DDP setting, else the first
+  double bandwidth_from = 1.25e6;  // bytes/s (10 Mbit/s)
+  double bandwidth_to = 12.5e9;    // bytes/s (100 Gbit/s)
+  int points_per_decade = 4;       // the log grid
+  double latency = -1;             // seconds; < 0: each run's own network.latency
+  double target_loss = 0;          // 0: the report's rule (choose_target_loss): the baseline's loss at 90% of its run
+  std::string baseline;            // setting the crossovers are against; "": the DDP setting, else the first
   double crossover_tolerance = 1e-4;  // relative, in bandwidth (bisection between grid points)
   Projection projection;              // active(): every run projected to a bigger model
 };
@@ -47,6 +47,7 @@ struct Crossover {
 
 struct WhatifResult {
   double target_loss = 0;
+  std::string target_why;  // which rule chose target_loss, for the page
   std::string baseline;
   std::vector<double> bandwidths;  // bytes/s, ascending
   std::vector<WhatifSetting> settings;

@@ -32,6 +32,14 @@ std::string short_number(double v) {
   return buf;
 }
 
+// A difference with its sign, 3 significant digits: "+0.0399", "-0.01".
+std::string signed_number(double v) {
+  if (!std::isfinite(v)) return short_number(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.3g", v);
+  return buf;
+}
+
 const char* const kFunctions =
     " (functions: loss ppl bytes time corr update_correlation disagreement util ttt of a run name; "
     "abs(x), min(x, y), max(x, y), copy_seconds(params, bytes_per_element, bits_per_second))";
@@ -371,10 +379,13 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
     const double d = paired_difference(left, right);
     if (!std::isfinite(d)) {
       v.detail = shown + "; left - right is not finite";
+      v.difference = "not finite";
       return v;
     }
     v.outcome = compare(d, op, 0) ? ClaimVerdict::Holds : ClaimVerdict::Fails;
     v.detail = shown + "; a closed form (no runs), decided exactly: left - right = " + short_number(d);
+    v.difference = signed_number(d) + " (closed form)";
+    v.resolves = true;
     return v;
   }
 
@@ -402,6 +413,7 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
   if (diverged > 0) {
     v.detail = head + "not finite (diverged) in " + std::to_string(diverged) + " of " + std::to_string(v.seeds) +
                " seeds (" + pairs_text(v.seeds) + ")";
+    v.difference = "not finite";
     return v;
   }
 
@@ -421,14 +433,22 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
     side = d.high() < 0 ? Side::Below : d.low() > 0 ? Side::Above : Side::Straddles;
   v.outcome = outcome_of(side, op);
 
+  const std::string n_pairs = "n=" + std::to_string(v.seeds);
   if (exact) {
     v.detail = head + short_number(d.mean) + " in every seed, decided exactly (" + pairs_text(v.seeds) + ")";
+    v.difference = signed_number(d.mean) + " exactly (" + n_pairs + ")";
+    v.resolves = true;
   } else if (d.has_interval()) {
     const FigureText t = figure_text(d, {FigureFormat::Significant, 4});
     v.detail = head + t.value + (t.interval.empty() ? "" : " ± " + t.interval) + " (95% interval, " +
                pairs_text(v.seeds) + ")";
+    const FigureText s = figure_text(d, {FigureFormat::Significant, 3});
+    v.difference =
+        (d.mean > 0 ? "+" : "") + s.value + (s.interval.empty() ? "" : " ± " + s.interval) + " (" + n_pairs + ")";
+    v.resolves = effect > 0 && d.half_width <= 0.7 * effect;
   } else {
     v.detail = head + short_number(d.mean) + " (" + pairs_text(v.seeds) + "); one seed gives no interval";
+    v.difference = signed_number(d.mean) + " (one seed)";
   }
 
   // Censored times (a seed that never reached the target counts at its end)

@@ -63,7 +63,7 @@ PresetChecks judge_preset(const SweepSpec& spec, const std::string& dir, bool ev
     out.equivalent += v.outcome == ClaimVerdict::Equivalent;
     out.claims.push_back({c.text, c.check, outcome_name(v.outcome),
                           effect > 0 ? format_number("%.6g", effect) : std::string("not stated"), v.detail,
-                          preset_outcome_text(c, v.outcome)});
+                          preset_outcome_text(c, v.outcome), v.difference, v.resolves});
   }
   const int checked = static_cast<int>(out.claims.size());
   out.verdict = out.held == checked  ? "reproduced"

@@ -22,7 +22,25 @@ namespace {
 struct Section {
   std::string verdict;  // reproduced | partly | not reproduced | not run
   std::string body;
+  // The summary table's cells: "2 hold, 2 fail"; the first check's
+  // difference; "3 of 4 (e = 0.02)". "—" when nothing was judged.
+  std::string tally = "—", first_check = "—", resolved = "—";
 };
+
+// "2 hold, 1 fails, 1 inconclusive": the outcomes that occur.
+std::string tally_cell(const PresetChecks& c) {
+  const int total = static_cast<int>(c.claims.size());
+  const int inconclusive = total - c.held - c.failed - c.equivalent;
+  std::string cell;
+  auto add = [&](int n, const char* one, const char* many) {
+    if (n > 0) cell += (cell.empty() ? "" : ", ") + std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  add(c.held, "holds", "hold");
+  add(c.failed, "fails", "fail");
+  add(c.equivalent, "equivalent", "equivalent");
+  add(inconclusive, "inconclusive", "inconclusive");
+  return cell.empty() ? "—" : cell;
+}
 
 // Megabytes with the interval only where it shows at the mean's last digit
 // (figure_text.h: no "130 ± 1.2e-05").
@@ -120,6 +138,15 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     o << "\n";
   }
   s.verdict = checks.verdict;
+  if (!checks.claims.empty()) {
+    s.tally = tally_cell(checks);
+    const ReportClaim& first = checks.claims.front();
+    s.first_check = first.outcome + ": " + first.difference;
+    int resolving = 0;
+    for (const ReportClaim& c : checks.claims) resolving += c.resolves ? 1 : 0;
+    s.resolved = std::to_string(resolving) + " of " + std::to_string(checks.claims.size()) +
+                 (spec.effect > 0 ? " (e = " + format_number("%.3g", spec.effect) + ")" : " (no effect stated)");
+  }
   o << "**Verdict: " << s.verdict << "**";
   if (!checks.tally.empty()) o << " (" << checks.tally << ")";
   o << "\n\n";
@@ -176,13 +203,21 @@ std::string results_markdown(const std::vector<SweepSpec>& specs, const std::str
        "large as the effect* when none holds or fails and one is equivalent, *inconclusive* otherwise. The text "
        "under a check is its preset's for the outcome computed. Other measured tables "
        "(earlier experiment scripts, real runs, network checks) are in [MEASUREMENTS.md](MEASUREMENTS.md); "
-       "speed figures in [BENCHMARKS.md](BENCHMARKS.md).\n\n"
-       "| target | experiment | verdict |\n|---|---|---|\n";
+       "speed figures in [BENCHMARKS.md](BENCHMARKS.md).\n\n";
+  const std::string header =
+      "| target | experiment | verdict | checks | first check: left − right, 95% | checks resolving the effect | "
+      "since round one |";
+  o << header << "\n" << markdown_delimiter(header) << "\n";
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string anchor = specs[i].id.empty() ? specs[i].name : specs[i].id;
-    o << "| " << anchor << " | " << specs[i].title << " | " << sections[i].verdict << " |\n";
+    const Section& sec = sections[i];
+    o << "| " << anchor << " | " << specs[i].title << " | " << sec.verdict << " | " << sec.tally << " | "
+      << sec.first_check << " | " << sec.resolved << " | " << (specs[i].changes.empty() ? "—" : specs[i].changes)
+      << " |\n";
   }
-  o << "\n";
+  o << "\n*First check*: the preset's first check (its headline), its outcome and its paired difference "
+       "left − right over seeds with the half-width of the 95% interval (n pairs). *Resolving the effect*: checks "
+       "decided exactly or with a half-width ≤ 0.7 e, about 80% power against an effect e.\n\n";
   for (size_t i = 0; i < specs.size(); ++i) {
     o << "## " << (specs[i].id.empty() ? "" : specs[i].id + ": ") << specs[i].title << "\n\n" << sections[i].body;
   }

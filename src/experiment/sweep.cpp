@@ -170,7 +170,7 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
                                 preset + "` runs it once; add --grid to sweep it)");
   static const std::set<std::string> known = {"name",  "id",         "title", "paper_claim", "scaled",
                                               "runs",  "grid",       "quick", "baseline",    "target_loss",
-                                              "claim", "discussion", "seeds", "effect"};
+                                              "claim", "discussion", "seeds", "effect",      "changes"};
   for (auto&& [k, v] : *sweep) {
     if (!known.count(std::string(k.str()))) {
       std::string all;
@@ -188,6 +188,7 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   spec.paper_claim = string_value(*sweep, "paper_claim", preset);
   spec.scaled = string_value(*sweep, "scaled", preset);
   spec.discussion = string_value(*sweep, "discussion", preset);
+  spec.changes = string_value(*sweep, "changes", preset);
   spec.baseline = string_value(*sweep, "baseline", preset);
   if (const toml::node* t = sweep->get("target_loss")) {
     if (!t->is_number() || t->value<double>().value_or(0) < 0) bad(preset, "target_loss must be a number >= 0");

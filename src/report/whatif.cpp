@@ -13,6 +13,7 @@
 #include "atoll/config.h"
 #include "atoll/report.h"
 #include "report/groups.h"
+#include "report/target_loss.h"
 #include "train/timing_files.h"
 #include "util/format.h"
 
@@ -101,12 +102,17 @@ WhatifResult run_whatif(const std::vector<std::string>& run_dirs, const WhatifOp
     for (const auto& d : run_dirs) runs.push_back(load_run(d));
     return runs;
   }();
-  result.target_loss = o.target_loss;
-  if (result.target_loss <= 0)
-    for (const auto& r : originals) result.target_loss = std::max(result.target_loss, r.final_val_loss);
   const std::vector<RunGroup> groups = group_by_seed(originals);
   const RunGroup& base = reference_group(groups, o.baseline);
   result.baseline = base.name;
+  // The report's rule, so `atoll whatif` and the report's sliders measure
+  // time to the same loss (the worst final loss, the old default, is one
+  // most methods pass early).
+  ReportOptions target_options;
+  target_options.target_loss = o.target_loss;
+  const TargetLoss target = choose_target_loss(base, target_options);
+  result.target_loss = target.value;
+  result.target_why = target.why;
   for (const auto& g : groups) {
     WhatifSetting s;
     s.name = g.name;
@@ -172,8 +178,8 @@ std::string whatif_markdown(const WhatifResult& r) {
   };
   std::string md = "# What-if networks\n\n";
   if (r.projected) md += "**" + r.projection_note + "**\n\n";
-  md += "Time to eval loss " + format_number("%.4g", r.target_loss) +
-        " (simulated; the first evaluation at or below it, mean over seeds; a seed that never reaches it counts "
+  md += "Time to eval loss " + format_number("%.4g", r.target_loss) + " (" + r.target_why +
+        "; simulated; the first evaluation at or below it, mean over seeds; a seed that never reaches it counts "
         "as its run's end, a lower bound: \"≥ T (k of K reached)\"), "
         "each run retimed by atoll retime to the bandwidth of the row. Fastest in bold.\n\n| bandwidth |";
   for (const auto& s : r.settings) md += " " + s.name + " |";
