@@ -81,6 +81,27 @@ quick = ["train.steps=2", "train.eval_every=1"]
   EXPECT_EQ(load_sweep(preset, {}, {}, false).runs[0].overrides, (std::vector<std::string>{"train.steps=5"}));
 }
 
+TEST(SweepSpec, AQuickEntryForNamedRunsWinsOverTheirOwnKeys) {
+  TempDir dir;
+  const auto preset = tiny_preset(dir, R"P([sweep]
+name = "s"
+runs = ["a: train.steps=5", "b: train.steps=6"]
+grid = ["optim.lr=0.01@b"]
+quick = ["train.steps=2", "train.steps=3@b"]
+)P");
+  const SweepSpec quick = load_sweep(preset, {}, {}, true);
+  ASSERT_EQ(quick.runs.size(), 2u);
+  EXPECT_EQ(quick.runs[0].overrides, (std::vector<std::string>{"train.steps=2", "train.steps=5"}));
+  EXPECT_EQ(quick.runs[1].overrides,
+            (std::vector<std::string>{"train.steps=2", "train.steps=6", "train.steps=3", "optim.lr=0.01"}));
+  // Not under --quick.
+  EXPECT_EQ(load_sweep(preset, {}, {}, false).runs[1].overrides,
+            (std::vector<std::string>{"train.steps=6", "optim.lr=0.01"}));
+  const std::string unknown = invalid_argument_message(
+      [&] { load_sweep(tiny_preset(dir, "[sweep]\nruns = [\"a:\"]\nquick = [\"train.steps=2@z\"]\n"), {}, {}, true); });
+  EXPECT_NE(unknown.find("names run 'z'"), std::string::npos) << unknown;
+}
+
 TEST(SweepSpec, BadSweepsAreRefusedBeforeAnyTrainingNamingTheProblem) {
   TempDir dir;
   auto msg = [&](const std::string& sweep) {
@@ -502,6 +523,24 @@ TEST(Presets, EveryShippedPresetLoadsAndNamesItsTarget) {
     EXPECT_EQ(spec.runs.size(), quick.runs.size()) << path;
     const std::string file = entry.path().filename().string();
     if (file.rfind("r", 0) != 0 || !std::isdigit(static_cast<unsigned char>(file[1]))) continue;
+    // A quick run is shorter than its full one and stays meaningful: past
+    // its DDP warm-up by at least two outer rounds (issue 35).
+    for (size_t i = 0; i < quick.runs.size(); ++i) {
+      const Config full = load_config(path, spec.runs[i].overrides);
+      const Config q = load_config(path, quick.runs[i].overrides);
+      const std::string run = path + ": " + quick.runs[i].name;
+      EXPECT_LE(q.train.steps * q.train.batch_size, full.train.steps * full.train.batch_size) << run;
+      const std::string m = q.strategy.name;
+      int64_t h = 0, warmup = 0;
+      if (m == "diloco" || m == "sparta_diloco" || m == "streaming") {
+        h = q.diloco.inner_steps;
+        warmup = q.diloco.ddp_warmup_steps;
+      } else if (m == "palsgd") {
+        h = q.palsgd.inner_steps;
+        warmup = q.palsgd.ddp_warmup_steps;
+      }
+      if (h > 0) EXPECT_GE(q.train.steps - warmup, 2 * h) << run << ": fewer than two outer rounds after the warm-up";
+    }
     EXPECT_FALSE(spec.paper_claim.empty()) << path;
     EXPECT_FALSE(spec.claims.empty()) << path;
     ids.insert(spec.id);

@@ -12,7 +12,10 @@
 //   runs = ["ddp: strategy.name=ddp", "diloco: strategy.name=diloco"]
 //   grid = ["diloco.inner_steps=20,50"]  # applied to runs whose name is listed
 //                                       # after '@' ("key=v1,v2@diloco"), else all
-//   quick = ["train.steps=40"]        # under --quick, applied before each run's own
+//   quick = ["train.steps=40"]        # under --quick, applied before each run's own;
+//                                     # "key=v@run,..." only to those runs, after
+//                                     # their own (grid values still win)
+//   changes = "..."                   # what changed since round one (RESULTS.md's summary)
 //   baseline = "ddp"                  # the report's reference run
 //   target_loss = 2.2                 # time-to-target column and claims: the loss
 //                                     # the experiment sets out to reach (without it

@@ -242,6 +242,27 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   const bool runs_given = sweep->get("runs") != nullptr;
   for (const auto& r : string_list(*sweep, "runs", preset)) base.push_back(parse_run(r, preset));
   if (!runs_given) base.push_back({"run", {}, "run", 0});
+  // A quick entry "key=value@run,..." is for those runs alone and wins over
+  // their own keys (R7's delay runs set train.steps=4000, which the quick
+  // version must shorten too); grid values still win over it. Entries
+  // without "@" go to every run, below each run's own keys (further down).
+  std::vector<std::string> quick_for_all;
+  if (quick)
+    for (const auto& q : string_list(*sweep, "quick", preset)) {
+      const auto at = q.find('@');
+      if (at == std::string::npos) {
+        quick_for_all.push_back(q);
+        continue;
+      }
+      const std::string override = q.substr(0, at);
+      if (override.find('=') == std::string::npos || override.front() == '=')
+        bad(preset, "quick '" + q + "' must look like section.key=value[@run,...]");
+      for (const auto& only : split(q.substr(at + 1), ',')) {
+        auto run = std::find_if(base.begin(), base.end(), [&](const SweepRun& r) { return r.name == only; });
+        if (run == base.end()) bad(preset, "quick '" + q + "' names run '" + only + "', which is not in runs");
+        run->overrides.push_back(override);
+      }
+    }
   std::vector<GridAxis> axes;
   for (const auto& g : string_list(*sweep, "grid", preset)) axes.push_back(parse_axis(g, preset));
   for (const auto& g : extra_grid) axes.push_back(parse_axis(g, "--grid"));
@@ -268,8 +289,7 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   }
   // Quick overrides shorten the preset itself, so a run's own keys and its
   // grid values still win; command-line overrides win over everything.
-  std::vector<std::string> quick_overrides;
-  if (quick) quick_overrides = string_list(*sweep, "quick", preset);
+  const std::vector<std::string>& quick_overrides = quick_for_all;
   if (quick) spec.name += "_quick";
   // Quick and command-line overrides go to every run, whatever its method,
   // as the preset's own keys do: a run keeps those its method reads (an
