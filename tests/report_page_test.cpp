@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,20 @@ TEST(HtmlSummary, TheMainTableGroupsItsColumnsAndTheRestFoldsOut) {
   for (const char* column : {"strategy", "seeds", "steps", "trained on", "compute utilisation", "update correlation"})
     EXPECT_NE(more.find(std::string("<th>") + column + "</th>"), std::string::npos) << column;
   EXPECT_NE(more.find(">205k tokens</td>"), std::string::npos) << "100 steps of 2048 tokens";
+}
+
+// A chart that reused another's id or series key would draw over it (the
+// series key silently: its data replaces the other chart's), and a `keep`
+// rule the page's script does not define stops every chart after it.
+TEST(HtmlCharts, IdsAndSeriesAreUniqueAndEveryKeepRuleIsOneThePageDefines) {
+  const std::string html = html_report(three_settings(), {});
+  std::set<std::string> ids, series;
+  for (const ReportChart& c : report_charts()) {
+    EXPECT_TRUE(ids.insert(c.id).second) << "two charts have the id " << c.id;
+    EXPECT_TRUE(series.insert(c.series).second) << "two charts have the series " << c.series;
+    EXPECT_NE(html.find("'" + std::string(c.keep) + "': "), std::string::npos)
+        << c.id << ": keep rule '" << c.keep << "' is not in the page's keeps";
+  }
 }
 
 TEST(HtmlCharts, EveryChartOfTheChartTableIsOnThePageWithItsSeries) {

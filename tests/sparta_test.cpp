@@ -357,6 +357,30 @@ TEST(Topology, GossipPairsAreASharedRandomPartitionAndPairsEndEqual) {
   EXPECT_FALSE(at::equal(out[0], out[1]) && at::equal(out[0], out[2]) && at::equal(out[0], out[3]));
 }
 
+// Every topology of the table mixes: a topology added to the table whose
+// Mixer case is missing would leave the workers' values alone (and send
+// nothing) without this. Averaging keeps the workers' mean.
+TEST(Topology, EveryTopologyOfTheTableMovesEveryWorkerAndKeepsTheirMean) {
+  const int64_t n = 4;
+  for (const TopologyInfo& t : topology_table()) {
+    std::vector<at::Tensor> out(n);
+    InProcessGroup group(n);
+    on_threads(group, [&](int64_t r, Communicator& comm) {
+      Mixer mixer(t.value, comm, 1);
+      at::Tensor v = at::full({3}, double(r * r), at::kDouble);
+      mixer.mix(v, 0, "params");
+      out[r] = v;
+    });
+    double before = 0, after = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      EXPECT_NE(out[r][0].item<double>(), double(r * r)) << t.name << ": worker " << r << " was not mixed";
+      before += double(r * r);
+      after += out[r][0].item<double>();
+    }
+    EXPECT_NEAR(after, before, 1e-9) << t.name;
+  }
+}
+
 TEST(Topology, LocalSgdOnARingKeepsWorkersApartButCloserThanNoAveraging) {
   Config ring = base_config("localsgd", "adamw");
   ring.diloco.inner_steps = 1;

@@ -19,6 +19,7 @@
 #include "atoll/run_model.h"
 #include "atoll/setup.h"
 #include "atoll/train.h"
+#include "every_strategy.h"
 #include "model/torchscript.h"
 #include "run_series.h"
 #include "test_util.h"
@@ -134,11 +135,12 @@ Config token_config(const testing::TempDir& tmp, const std::string& strategy, co
 
 TEST(TorchScriptModel, EveryStrategyTrainsAModuleAndItsLossFalls) {
   testing::TempDir tmp;
-  for (const char* strategy :
-       {"single", "ddp", "localsgd", "diloco", "streaming", "sparta", "sparta_diloco", "noloco", "palsgd", "demo"}) {
+  // Every method of the strategy table (a list here would miss a new one).
+  for (const std::string& name : testing::every_strategy()) {
+    const char* strategy = name.c_str();
     Config cfg = token_config(tmp, strategy);
     cfg.run.name = strategy;
-    cfg.strategy.workers = std::string(strategy) == "single" ? 1 : 3;
+    cfg.strategy.workers = testing::workers_for(name, 3);
     cfg.optim.lr = 3e-2;
     cfg.sparta.p = 0.1;
     cfg.palsgd.inner_steps = 5;

@@ -112,12 +112,12 @@ void validate_strategy(const Config& c, std::vector<std::string>& e) {
          "strategy.eval_model = 'global' needs a method with a global model (" +
              join_choices(names_with(kGlobalModel)) + ")");
   p.enum_check("strategy.topology", c.strategy.topology, topology_names());
-  // The message names the kAnyTopology methods in its own words (unchanged
-  // text: tests and users match it).
+  // The methods named from the table, so a new kAnyTopology method is in the
+  // message without editing it.
   const bool mixing = c.strategy.topology != "global" && one_of(c.strategy.topology, topology_names());
-  p.need(!mixing || has(c.strategy.name, kAnyTopology),
-         "strategy.topology = '" + c.strategy.topology +
-             "' applies to sparta and localsgd only (noloco always uses gossip groups)");
+  p.need(!mixing || has(c.strategy.name, kAnyTopology), "strategy.topology = '" + c.strategy.topology +
+                                                            "' applies to " + join_choices(names_with(kAnyTopology)) +
+                                                            " only (noloco always uses gossip groups)");
   p.need(c.strategy.correlation_every >= 0, "strategy.correlation_every must be >= 0 (0 = off)");
 
   // Every codec key of the table, once each, whichever method runs.
