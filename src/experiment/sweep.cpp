@@ -254,13 +254,13 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
         quick_for_all.push_back(q);
         continue;
       }
-      const std::string override = q.substr(0, at);
-      if (override.find('=') == std::string::npos || override.front() == '=')
+      const std::string setting = q.substr(0, at);
+      if (setting.find('=') == std::string::npos || setting.front() == '=')
         bad(preset, "quick '" + q + "' must look like section.key=value[@run,...]");
       for (const auto& only : split(q.substr(at + 1), ',')) {
         auto run = std::find_if(base.begin(), base.end(), [&](const SweepRun& r) { return r.name == only; });
         if (run == base.end()) bad(preset, "quick '" + q + "' names run '" + only + "', which is not in runs");
-        run->overrides.push_back(override);
+        run->overrides.push_back(setting);
       }
     }
   std::vector<GridAxis> axes;
