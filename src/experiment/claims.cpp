@@ -489,7 +489,7 @@ ClaimVerdict judge_claim(const std::string& check, const SeedMetrics& runs, doub
   // refinement 2): a half-width <= 0.7 e gives about 80% power against it.
   if (effect > 0 && exact) v.detail += "; exact, so it resolves any effect (stated: " + short_number(effect) + ")";
   if (effect > 0 && !exact && d.has_interval()) {
-    if (d.half_width <= 0.7 * effect)
+    if (v.resolves)
       v.detail += "; half-width " + short_number(d.half_width) + " <= 0.7 x " + short_number(effect) +
                   ": resolves an effect of " + short_number(effect);
     else
