@@ -234,6 +234,37 @@ check = "loss(ddp) > 0"
   EXPECT_EQ(load_run(first.run_dirs[0]).config.at("optim.lr"), "0.005");
 }
 
+TEST(Sweep, ARunAnotherSweepFolderAlreadyFinishedWithTheSameComputationIsCopiedNotTrainedAgain) {
+  TempDir dir;
+  const auto first = tiny_preset(
+      dir, "[sweep]\nname = \"a\"\nruns = [\"ddp: strategy.name=ddp\", \"diloco: strategy.name=diloco\"]\n");
+  SweepOptions opts;
+  opts.exe = kAtoll;
+  opts.quiet = true;
+  const SweepOutcome a = run_sweep(load_sweep(first, {}, {}, false), opts);
+  ASSERT_EQ(a.ran, 2);
+  // Another preset: one run is a's DiLoCo under another name, one differs in a key.
+  const auto second = tiny_preset(dir,
+                                  "[sweep]\nname = \"b\"\nruns = [\"same: strategy.name=diloco\", "
+                                  "\"changed: strategy.name=diloco optim.lr=0.005\"]\n",
+                                  "q.toml");
+  const SweepOutcome b = run_sweep(load_sweep(second, {}, {}, false), opts);
+  EXPECT_EQ(b.copied, 1);
+  EXPECT_EQ(b.ran, 1);
+  EXPECT_EQ(testing::read_text(fs::path(b.run_dirs[0]) / "summary.json"),
+            testing::read_text(fs::path(a.run_dirs[1]) / "summary.json"));
+  EXPECT_FALSE(fs::exists(b.run_dirs[0] + ".copying"));
+  // The copy counts as finished with the sweep's config: the next call keeps it.
+  EXPECT_EQ(run_sweep(load_sweep(second, {}, {}, false), opts).skipped, 2);
+  // --no-reuse trains it, and atoll's bits make the trained run the copied one.
+  fs::remove_all(b.run_dirs[0]);
+  opts.reuse = false;
+  const SweepOutcome again = run_sweep(load_sweep(second, {}, {}, false), opts);
+  EXPECT_EQ(again.copied, 0);
+  EXPECT_EQ(again.ran, 1);
+  EXPECT_EQ(load_run(b.run_dirs[0]).final_val_loss, load_run(a.run_dirs[1]).final_val_loss);
+}
+
 TEST(Sweep, AnInterruptedRunWithACheckpointIsResumedAndEndsLikeAnUninterruptedOne) {
   TempDir dir;
   const std::string runs = "runs = [\"d: train.steps=12\"]\n";

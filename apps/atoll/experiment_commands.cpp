@@ -47,6 +47,9 @@ ExperimentCommands::ExperimentCommands(CLI::App& app) {
   sweep_->add_flag("--quick", sweep_quick_, "the preset's quick overrides, into runs/<sweep>_quick/");
   sweep_->add_option("--out", sweep_opts_.out_root, "folder holding the sweep folder (default: run.out_dir)");
   sweep_->add_flag("--overwrite", sweep_opts_.overwrite, "re-run finished runs whose config changed");
+  sweep_->add_flag("!--no-reuse", sweep_opts_.reuse,
+                   "train every run here even when a sweep folder beside this one holds the same finished run "
+                   "(by default it is copied: every computation key equal, so the same bits)");
   sweep_->add_flag("--no-report", sweep_no_report_, "do not write report.html");
   sweep_->add_flag("--no-network-sliders", sweep_no_sliders_,
                    "report.html without the what-if network sliders (they retime every run 55 times)");
@@ -139,6 +142,7 @@ int ExperimentCommands::sweep() {
   }
   std::printf("sweep: %lld ran, %lld already finished", (long long)out.ran, (long long)out.skipped);
   if (out.resumed > 0) std::printf(" (%lld resumed from a checkpoint)", (long long)out.resumed);
+  if (out.copied > 0) std::printf(", %lld copied from another sweep folder", (long long)out.copied);
   std::printf("\n");
   if (!sweep_no_report_ && !out.run_dirs.empty()) {
     // The preset's title, baseline and target, and its checks judged over

@@ -100,6 +100,7 @@ struct SweepOptions {
   std::string out_root;    // "" = the preset's run.out_dir; runs go to <out_root>/<name>/<run>/
   int64_t jobs = 1;        // runs at once (each gets cores / jobs threads)
   bool overwrite = false;  // re-run finished runs whose config changed
+  bool reuse = true;       // copy a finished run with the same computation keys from a sweep folder beside this one
   bool quiet = false;      // no per-run output (tests)
 };
 
@@ -107,6 +108,7 @@ struct SweepOutcome {
   std::string dir;  // the sweep folder
   std::vector<std::string> run_dirs;
   int64_t ran = 0, skipped = 0;
+  int64_t copied = 0;   // finished runs copied from another sweep folder (SweepOptions::reuse)
   int64_t resumed = 0;  // of `ran`: interrupted runs continued from a checkpoint
 };
 

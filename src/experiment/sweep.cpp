@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -25,6 +26,7 @@
 #include "atoll/report.h"
 #include "atoll/setup.h"
 #include "atoll/train.h"
+#include "experiment/run_reuse.h"
 #include "launch/process.h"
 #include "model/export.h"
 #include "report/target_time.h"
@@ -395,6 +397,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
     bool resume = false;  // continues an interrupted run from its checkpoint
   };
   std::vector<Pending> todo;
+  std::optional<FinishedRunIndex> twins;  // built at the first run with no folder
   for (const auto& run : spec.runs) {
     const fs::path dir = fs::path(outcome.dir) / run.name;
     outcome.run_dirs.push_back(dir.string());
@@ -411,6 +414,18 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
         throw std::runtime_error("sweep: '" + dir.string() + "' is a finished run with a different config (" + key +
                                  "); delete it, change the sweep name, or pass --overwrite to re-run it");
       args.push_back("run.overwrite=true");
+    } else if (!fs::exists(dir) && options.reuse) {
+      if (!twins) twins.emplace(fs::path(outcome.dir).parent_path(), outcome.dir);
+      const Config cfg = load_config(spec.preset, args);
+      const fs::path twin = twins->find(only_keys(flatten(cfg), is_computation_key));
+      if (!twin.empty()) {
+        copy_finished_run(twin, dir);
+        ++outcome.copied;
+        if (!options.quiet)
+          std::cout << "sweep: " << run.name << " is the finished run " << twin.string()
+                    << " (every computation key equal), copied\n";
+        continue;
+      }
     } else if (fs::exists(dir)) {
       if (!holds_only_run_entries(dir))
         throw std::runtime_error("sweep: '" + dir.string() +
@@ -524,8 +539,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
   while (!running.empty()) wait_one();
   if (!failure.empty()) throw std::runtime_error(failure);
   if (forwarded || stop_requested())
-    throw SweepInterrupted("sweep interrupted: " + std::to_string(outcome.ran + outcome.skipped) + " of " +
-                           std::to_string(spec.runs.size()) +
+    throw SweepInterrupted("sweep interrupted: " + std::to_string(outcome.ran + outcome.skipped + outcome.copied) +
+                           " of " + std::to_string(spec.runs.size()) +
                            " runs finished and are kept; run the same command again to continue (stopped runs "
                            "resume from their checkpoints)");
   return outcome;

@@ -4,11 +4,12 @@
 #include <torch/types.h>
 
 #include <torch/nn/utils/clip_grad.h>
-#include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <cmath>
+#include <stdexcept>
 #include <string>
-#include <type_traits>
+#include <utility>
 
 namespace atl {
 
@@ -19,73 +20,162 @@ void clip_gradients(const std::vector<at::Tensor>& params, double max_norm) {
 InnerOptimizer::InnerOptimizer(const OptimConfig& cfg, const std::vector<at::Tensor>& params)
     : cfg_(cfg), params_(params) {
   if (cfg.name == "sgd") {
-    opt_ = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(cfg.lr));
+    sgd_ = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(cfg.lr));
     return;
   }
-  // Decay matrices (dim >= 2) but not biases, LayerNorm gains or vectors.
-  std::vector<at::Tensor> decay, no_decay;
-  for (const auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  auto options = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).weight_decay(wd).eps(1e-8));
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  if (!decay.empty()) groups.emplace_back(decay, options(cfg.weight_decay));
-  if (!no_decay.empty()) groups.emplace_back(no_decay, options(0.0));
-  opt_ = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(cfg.lr));
+  int64_t total = 0;
+  for (const auto& p : params) {
+    if (p.scalar_type() != params.front().scalar_type() || p.device() != params.front().device())
+      throw std::invalid_argument("the inner AdamW needs every parameter of one dtype and device (parameter " +
+                                  std::to_string(&p - params.data()) + " is " + std::string(p.toString()) +
+                                  ", the first " + std::string(params.front().toString()) + ")");
+    total += p.numel();
+  }
+  const auto options = params.empty() ? at::TensorOptions() : params.front().options();
+  grads_ = at::zeros({total}, options);
+  exp_avg_ = at::zeros({total}, options);
+  exp_avg_sq_ = at::zeros({total}, options);
+  denom_ = at::empty({total}, options);
+  int64_t offset = 0;
+  for (const auto& p : params) {
+    auto view = [&](const at::Tensor& flat) { return flat.narrow(0, offset, p.numel()).view(p.sizes()); };
+    grad_views_.push_back(view(grads_));
+    exp_avg_views_.push_back(view(exp_avg_));
+    exp_avg_sq_views_.push_back(view(exp_avg_sq_));
+    denom_views_.push_back(view(denom_));
+    decays_.push_back(p.dim() >= 2);
+    offset += p.numel();
+  }
+  steps_.assign(params.size(), 0);
 }
 
 InnerOptimizer::~InnerOptimizer() = default;
 
-void InnerOptimizer::step(double lr) {
-  clip_gradients(params_, cfg_.grad_clip);
-  for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
-  opt_->step();
-  opt_->zero_grad();
+bool InnerOptimizer::adopt_gradients() {
+  bool all = true;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor p = params_[i];
+    const at::Tensor& g = p.grad();
+    if (!g.defined()) {
+      all = false;
+      continue;
+    }
+    if (g.data_ptr() == grad_views_[i].data_ptr()) continue;
+    // A gradient autograd (or a strategy) made: from now on it is our view,
+    // which backward accumulates into in place after zero_().
+    grad_views_[i].copy_(g);
+    p.mutable_grad() = grad_views_[i];
+  }
+  return all;
 }
 
-namespace {
-
-// LibTorch 1.x keys optimizer state by the TensorImpl address as a string,
-// 2.x by the address itself.
-template <typename Map>
-typename Map::key_type state_key(const Map&, const at::Tensor& p) {
-  if constexpr (std::is_same<typename Map::key_type, std::string>::value) {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
+void InnerOptimizer::step(double lr) {
+  at::NoGradGuard no_grad;
+  if (sgd_) {
+    clip_gradients(params_, cfg_.grad_clip);
+    for (auto& group : sgd_->param_groups()) group.options().set_lr(lr);
+    sgd_->step();
+    sgd_->zero_grad();
+    return;
+  }
+  if (params_.empty()) return;
+  const bool all = adopt_gradients();
+  if (cfg_.grad_clip > 0) {
+    // LibTorch's clip_grad_norm_: the norm of the per-parameter norms, then
+    // one factor for every gradient (here one multiply of the flat buffer,
+    // or of each present gradient when some are missing).
+    std::vector<at::Tensor> norms;
+    for (const auto& p : params_)
+      if (p.grad().defined()) norms.push_back(p.grad().norm(2.0));
+    if (!norms.empty()) {
+      const at::Tensor total = norms.size() == 1 ? norms[0] : at::stack(norms).norm(2.0);
+      const at::Tensor coef = at::clamp(cfg_.grad_clip / (total + 1e-6), c10::nullopt, 1.0);
+      if (all) {
+        grads_.mul_(coef);
+      } else {
+        for (const auto& p : params_)
+          if (p.grad().defined()) p.grad().mul_(coef);
+      }
+    }
+  }
+  bool uniform = all;
+  for (int64_t s : steps_) uniform = uniform && s == steps_.front();
+  if (uniform) {
+    adamw_flat(lr);
   } else {
-    return p.unsafeGetTensorImpl();
+    adamw_each(lr);
+  }
+  // In place, as LibTorch 1.13's zero_grad: the gradients stay our views.
+  if (all) {
+    grads_.zero_();
+  } else {
+    for (const auto& p : params_)
+      if (p.grad().defined()) p.grad().zero_();
   }
 }
 
-}  // namespace
+// LibTorch's AdamW step, per element: decay p by (1 - lr wd) (matrices),
+// m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+void InnerOptimizer::adamw_flat(double lr) {
+  const int64_t t = steps_.front() + 1;
+  for (auto& s : steps_) s = t;
+  if (cfg_.weight_decay != 0)
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (decays_[i]) params_[i].mul_(1 - lr * cfg_.weight_decay);
+  const double bias1 = 1 - std::pow(cfg_.beta1, double(t)), bias2 = 1 - std::pow(cfg_.beta2, double(t));
+  exp_avg_.mul_(cfg_.beta1).add_(grads_, 1 - cfg_.beta1);
+  exp_avg_sq_.mul_(cfg_.beta2).addcmul_(grads_, grads_, 1 - cfg_.beta2);
+  at::sqrt_out(denom_, exp_avg_sq_);
+  denom_.div_(std::sqrt(bias2)).add_(1e-8);
+  const double step_size = lr / bias1;
+  for (size_t i = 0; i < params_.size(); ++i) params_[i].addcdiv_(exp_avg_views_[i], denom_views_[i], -step_size);
+}
+
+void InnerOptimizer::adamw_each(double lr) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor p = params_[i];
+    if (!p.grad().defined()) continue;  // LibTorch skips it, its step count too
+    const at::Tensor& g = p.grad();
+    const int64_t t = ++steps_[i];
+    if (cfg_.weight_decay != 0 && decays_[i]) p.mul_(1 - lr * cfg_.weight_decay);
+    const double bias1 = 1 - std::pow(cfg_.beta1, double(t)), bias2 = 1 - std::pow(cfg_.beta2, double(t));
+    exp_avg_views_[i].mul_(cfg_.beta1).add_(g, 1 - cfg_.beta1);
+    exp_avg_sq_views_[i].mul_(cfg_.beta2).addcmul_(g, g, 1 - cfg_.beta2);
+    at::sqrt_out(denom_views_[i], exp_avg_sq_views_[i]);
+    denom_views_[i].div_(std::sqrt(bias2)).add_(1e-8);
+    p.addcdiv_(exp_avg_views_[i], denom_views_[i], -lr / bias1);
+  }
+}
 
 void InnerOptimizer::visit_state(StateVisitor& v) {
   StateVisitor::Scope scope(v, "inner");
-  if (cfg_.name == "sgd") return;  // plain SGD: no state
-  auto& state = opt_->state();
+  if (sgd_) return;  // plain SGD: no state
   for (size_t i = 0; i < params_.size(); ++i) {
     StateVisitor::Scope param(v, std::to_string(i));
-    const auto key = state_key(state, params_[i]);
-    auto it = state.find(key);
-    bool has = it != state.end();
-    v.flag("has", has);  // AdamW creates a parameter's state at its first step
+    bool has = steps_[i] > 0;
+    v.flag("has", has);  // AdamW's state starts at a parameter's first step
     if (!has) {
-      if (v.loading()) state.erase(key);
+      if (v.loading()) {
+        steps_[i] = 0;
+        exp_avg_views_[i].zero_();
+        exp_avg_sq_views_[i].zero_();
+      }
       continue;
     }
-    if (v.loading() && it == state.end()) {
-      auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-      fresh->exp_avg(at::zeros_like(params_[i]));
-      fresh->exp_avg_sq(at::zeros_like(params_[i]));
-      it = state.emplace(key, std::move(fresh)).first;
+    v.integer("step", steps_[i]);
+    if (v.loading() && steps_[i] < 1)
+      throw std::runtime_error("inner." + std::to_string(i) + ".step is " + std::to_string(steps_[i]) +
+                               " in a state that has one: a step count is at least 1");
+    // The visitor gets a copy, and a loader's values are copied back into the
+    // flat buffers: a loader may re-seat the tensor it is given
+    // (Tensor::set_), which would detach a view from its buffer.
+    for (auto [name, view] : {std::pair<const char*, at::Tensor*>{"exp_avg", &exp_avg_views_[i]},
+                              std::pair<const char*, at::Tensor*>{"exp_avg_sq", &exp_avg_sq_views_[i]}}) {
+      at::Tensor t = view->clone();
+      v.tensor(name, t);
+      if (v.loading()) view->copy_(t);
     }
-    auto& s = static_cast<torch::optim::AdamWParamState&>(*it->second);
-    int64_t step = s.step();
-    v.integer("step", step);
-    s.step(step);
-    at::Tensor m = s.exp_avg(), m2 = s.exp_avg_sq();
-    v.tensor("exp_avg", m);
-    v.tensor("exp_avg_sq", m2);
   }
 }
 
