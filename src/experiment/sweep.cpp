@@ -369,9 +369,15 @@ std::string sweep_dir(const SweepSpec& spec, const std::string& out_root) {
   return (fs::path(root) / spec.name).string();
 }
 
+namespace {
+// The keys that decide what a run computes, as the sweep would run it.
+FlatConfig computation_keys(const SweepSpec& spec, const std::vector<std::string>& args) {
+  return only_keys(flatten(load_config(spec.preset, args)), is_computation_key);
+}
+}  // namespace
+
 std::string finished_run_difference(const SweepSpec& spec, const SweepRun& run, const std::string& dir) {
-  Config cfg = load_config(spec.preset, run_args(run, dir));
-  const auto expected = only_keys(flatten(cfg), is_computation_key);
+  const auto expected = computation_keys(spec, run_args(run, dir));
   const auto done = load_run((fs::path(dir) / run.name).string()).config;
   for (const auto& [k, v] : expected) {
     auto it = done.find(k);
@@ -416,8 +422,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options) {
       args.push_back("run.overwrite=true");
     } else if (!fs::exists(dir) && options.reuse) {
       if (!twins) twins.emplace(fs::path(outcome.dir).parent_path(), outcome.dir);
-      const Config cfg = load_config(spec.preset, args);
-      const fs::path twin = twins->find(only_keys(flatten(cfg), is_computation_key));
+      const fs::path twin = twins->find(computation_keys(spec, args));
       if (!twin.empty()) {
         copy_finished_run(twin, dir);
         ++outcome.copied;
