@@ -164,6 +164,13 @@ class Communicator {
   // different speeds that is then an approximation.)
   void all_reduce_overlapped(at::Tensor& t, ReduceOp op, const std::string& tag, const std::vector<int64_t>& buckets,
                              double wire_bytes = -1);
+  // A replay's all_reduce_overlapped (train/replay.h): the same ledger and
+  // clock for a payload of `wire_bytes` in `buckets` (element counts), while
+  // only `standin`, of any size, is reduced. A replay moves sizes, not
+  // values: reducing a stand-in of the model's size cost a report's network
+  // grid most of its time.
+  void replay_all_reduce_overlapped(at::Tensor& standin, const std::string& tag, const std::vector<int64_t>& buckets,
+                                    double wire_bytes);
   // Non-blocking variant: data are final at once (in-process), the clock is
   // charged at wait() for what compute since the call did not hide.
   Work exchange_with_async(const at::Tensor& send, std::vector<at::Tensor>& recvs, const std::vector<int64_t>& peers,
@@ -262,6 +269,10 @@ class Communicator {
     return islands_ != nullptr && island_ != nullptr && islands_->exchange() != IslandExchange::Flat;
   }
   void finish(double completion);  // blocking ops: clock waits
+  // all_reduce_overlapped's schedule and reduction; `elements` = the
+  // buckets' sum, the payload's element count.
+  void overlapped(at::Tensor& t, ReduceOp op, const std::string& tag, const std::vector<int64_t>& buckets,
+                  int64_t elements, double payload);
   // The trace (if attached): records a call; returns its async id or -1.
   int64_t trace_call(TracedCall call);
   Work traced(Work w, int64_t trace_id) {

@@ -198,34 +198,55 @@ void Communicator::all_reduce(at::Tensor& t, ReduceOp op, const std::string& tag
   finish(completion);
 }
 
+namespace {
+// The buckets' element count; each must hold at least one.
+int64_t bucket_elements(const std::vector<int64_t>& buckets, const char* op) {
+  int64_t total = 0;
+  for (int64_t n : buckets) {
+    if (n < 1) throw std::invalid_argument(std::string(op) + ": every bucket needs >= 1 element");
+    total += n;
+  }
+  if (buckets.empty()) throw std::invalid_argument(std::string(op) + ": no buckets");
+  return total;
+}
+}  // namespace
+
 void Communicator::all_reduce_overlapped(at::Tensor& t, ReduceOp op, const std::string& tag,
                                          const std::vector<int64_t>& buckets, double wire_bytes) {
   require_defined(t, "all_reduce_overlapped", "t");
-  int64_t total = 0;
-  for (int64_t n : buckets) {
-    if (n < 1) throw std::invalid_argument("all_reduce_overlapped: every bucket needs >= 1 element");
-    total += n;
-  }
-  if (buckets.empty() || total != t.numel()) {
+  const int64_t total = bucket_elements(buckets, "all_reduce_overlapped");
+  if (total != t.numel()) {
     throw std::invalid_argument("all_reduce_overlapped: the buckets hold " + std::to_string(total) +
                                 " elements but the tensor has " + std::to_string(t.numel()));
   }
-  const double payload = wire_bytes >= 0 ? wire_bytes : payload_bytes(t);
+  overlapped(t, op, tag, buckets, total, wire_bytes >= 0 ? wire_bytes : payload_bytes(t));
+}
+
+void Communicator::replay_all_reduce_overlapped(at::Tensor& standin, const std::string& tag,
+                                                const std::vector<int64_t>& buckets, double wire_bytes) {
+  require_defined(standin, "replay_all_reduce_overlapped", "standin");
+  if (!(wire_bytes >= 0)) throw std::invalid_argument("replay_all_reduce_overlapped: the wire size must be given");
+  overlapped(standin, ReduceOp::Sum, tag, buckets, bucket_elements(buckets, "replay_all_reduce_overlapped"),
+             wire_bytes);
+}
+
+void Communicator::overlapped(at::Tensor& t, ReduceOp op, const std::string& tag, const std::vector<int64_t>& buckets,
+                              int64_t elements, double payload) {
   trace_call({TracedOp::AllReduceOverlapped, 0, payload, 0, buckets, tag});
   const double end_of_compute = arrival_time();
   const double compute = clock_ != nullptr ? clock_->compute_seconds() - step_compute_start_ : 0.0;
   const double backward = compute * 2.0 / 3.0;  // forward T/3, backward 2T/3
   double end = end_of_compute;
   double bytes_so_far = 0;
-  int64_t elements = 0;
+  int64_t produced_elements = 0;
   for (size_t j = 0; j < buckets.size(); ++j) {
-    elements += buckets[j];
+    produced_elements += buckets[j];
     const bool last = j + 1 == buckets.size();
     // The last bucket takes the remainder, so the entries add up to the payload.
-    const double bytes = last ? payload - bytes_so_far : payload * double(buckets[j]) / double(t.numel());
+    const double bytes = last ? payload - bytes_so_far : payload * double(buckets[j]) / double(elements);
     bytes_so_far += bytes;
     const double net = record(CommOp::AllReduce, tag, bytes, false, {});
-    const double produced = last ? 1.0 : double(elements) / double(t.numel());  // c_j
+    const double produced = last ? 1.0 : double(produced_elements) / double(elements);  // c_j
     const double ready = end_of_compute - backward * (1.0 - produced);
     const double start = j == 0 ? ready : std::max(ready, end);
     end = after_outages(start + net, net, {});

@@ -97,16 +97,11 @@ class WorkerReplay {
       case TracedOp::AllReduceAsync:
         works_.push_back(comm.all_reduce_async(small_, ReduceOp::Sum, c.tag, wire));
         break;
-      case TracedOp::AllReduceOverlapped: {
-        // The buckets' shares of the tensor set when each is ready: the
-        // stand-in has the recorded element count (kept from step to step).
-        int64_t total = 0;
-        for (int64_t n : c.list) total += n;
-        at::Tensor& t = overlapped_[total];
-        if (!t.defined()) t = at::zeros({std::max<int64_t>(1, total)}, at::kFloat);
-        comm.all_reduce_overlapped(t, ReduceOp::Sum, c.tag, c.list, wire);
+      case TracedOp::AllReduceOverlapped:
+        // The recorded buckets set when each share is ready; the values
+        // reduced are small_'s.
+        comm.replay_all_reduce_overlapped(small_, c.tag, c.list, wire);
         break;
-      }
       case TracedOp::AllGather: {
         std::vector<at::Tensor> out;
         comm.all_gather(bytes(c.bytes), out, c.tag);
@@ -152,7 +147,6 @@ class WorkerReplay {
   int64_t devices_;
   VirtualClock clock_;
   std::vector<Work> works_;
-  std::map<int64_t, at::Tensor> overlapped_;
   // Stand-ins made once: all_reduce's has one element per device, so every
   // device of a sharded exchange has a slice (the wire size is given
   // separately); exchange_with sends one byte with the recorded wire size.
