@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -117,6 +121,133 @@ inconclusive = "SAID-INCONCLUSIVE-3"
   EXPECT_NE(md.find("| R0 | page | partly reproduced | 2 hold, 1 inconclusive | holds: -"), std::string::npos) << md;
   EXPECT_NE(md.find(" exactly (n=2) | "), std::string::npos) << md;
   EXPECT_NE(md.find(" of 3 (e = 0.01) | — |"), std::string::npos) << md;
+}
+
+// The attributes `name` of each element of class `cls` in an SVG, in order.
+std::vector<std::map<std::string, std::string>> svg_elements(const std::string& svg, const std::string& cls) {
+  std::vector<std::map<std::string, std::string>> out;
+  const std::regex element("<[a-z]+ class=\"" + cls + "\"([^>]*)/>"), attribute("([a-z0-9-]+)=\"([^\"]*)\"");
+  for (auto e = std::sregex_iterator(svg.begin(), svg.end(), element); e != std::sregex_iterator(); ++e) {
+    std::map<std::string, std::string> attrs;
+    const std::string body = (*e)[1];
+    for (auto a = std::sregex_iterator(body.begin(), body.end(), attribute); a != std::sregex_iterator(); ++a)
+      attrs[(*a)[1]] = (*a)[2];
+    out.push_back(attrs);
+  }
+  return out;
+}
+
+// The mean final eval loss of a setting's seeds, from their summary.json.
+double mean_final_loss(const std::string& sweep_dir, const std::string& setting, int seeds) {
+  double sum = 0;
+  for (int k = 1; k <= seeds; ++k) {
+    std::ifstream in(sweep_dir + "/" + setting + "_s" + std::to_string(k) + "/summary.json");
+    sum += nlohmann::json::parse(in).at("final_val_loss").get<double>();
+  }
+  return sum / seeds;
+}
+
+TEST(Results, APresetsAgainstKeyGetsTheLossOfEachValueInATableAndAChartAtEachSettingsMean) {
+  TempDir dir;
+  const std::string preset = dir.path("p.toml");
+  const std::string head = "[data]\ndataset = \"text\"\ndir = \"" + tiny_text_dir() +
+                           "\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+                           "[train]\nsteps = 6\nbatch_size = 2\neval_every = 3\neval_batches = 1\nlog_every = 3\n"
+                           "[optim]\nwarmup_steps = 2\n[strategy]\nname = \"diloco\"\nworkers = 2\n"
+                           "[diloco]\ninner_steps = 3\n[run]\nprogress = false\nout_dir = \"" +
+                           dir.path("runs") + "\"\n";
+  const std::string sweep = R"P(
+[sweep]
+name = "against"
+title = "against"
+paper_claim = "none"
+runs = ["ddp: strategy.name=ddp", "diloco: strategy.name=diloco", "lone: strategy.name=diloco diloco.inner_steps=6"]
+grid = ["diloco.inner_steps=1,3@diloco"]
+baseline = "ddp"
+seeds = 2
+)P";
+  // A key the grid does not sweep is refused, naming the grid's keys.
+  std::ofstream(preset) << head << sweep << "against = \"optim.lr\"\n";
+  try {
+    load_sweep(preset, {}, {}, false);
+    ADD_FAILURE() << "against = optim.lr was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("not a key of the grid (the grid's keys: diloco.inner_steps)"),
+              std::string::npos)
+        << e.what();
+  }
+  std::ofstream(preset) << head << sweep << "against = \"diloco.inner_steps\"\n";
+  const SweepSpec spec = load_sweep(preset, {}, {}, false);
+  SweepOptions opts;
+  opts.exe = kAtoll;
+  opts.quiet = true;
+  run_sweep(spec, opts);
+  const std::string page = dir.path("docs/RESULTS.md");
+  write_results_markdown({spec}, "", page);
+  std::ifstream in(page);
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_GE(check_tables(md), 2) << md;
+  // The table: a row per value in order, a column for the grid's runs entry
+  // and one for the setting that sets the key itself; DDP below it.
+  const size_t table = md.find("| `diloco.inner_steps` | diloco | on their own line |");
+  ASSERT_NE(table, std::string::npos) << md;
+  const size_t row1 = md.find("\n| 1 | ", table), row3 = md.find("\n| 3 | ", table), row6 = md.find("\n| 6 | ", table);
+  ASSERT_NE(row1, std::string::npos) << md;
+  EXPECT_LT(row1, row3);
+  EXPECT_LT(row3, row6);
+  EXPECT_NE(md.find(" — | lone ", row6), std::string::npos) << md;
+  EXPECT_NE(md.find("Without `diloco.inner_steps` (the chart's horizontal bands): ddp "), std::string::npos) << md;
+  EXPECT_NE(md.find("![Final eval loss against diloco.inner_steps](img/against_loss_against_inner_steps.svg)"),
+            std::string::npos)
+      << md;
+  // Its H = 1 cell is the main table's loss of diloco_inner_steps1.
+  const size_t main_row = md.find("| diloco_inner_steps1 | 2 | diloco |");
+  ASSERT_NE(main_row, std::string::npos) << md;
+  std::vector<std::string> main_cells;
+  std::stringstream main_line(md.substr(main_row, md.find('\n', main_row) - main_row));
+  for (std::string c; std::getline(main_line, c, '|');) main_cells.push_back(c);
+  ASSERT_GT(main_cells.size(), 6u);
+  EXPECT_EQ(md.compare(row1 + 7, main_cells[6].size() - 1, main_cells[6].substr(1)), 0)
+      << "main table's loss:" << main_cells[6] << "\n"
+      << md.substr(row1, 80);
+
+  // The chart: a point per setting at its mean, placed by H and by loss.
+  const std::string runs = dir.path("runs/against");
+  std::ifstream chart_in(dir.path("docs/img/against_loss_against_inner_steps.svg"));
+  ASSERT_TRUE(chart_in.good()) << "the chart is written into img/ beside the page";
+  const std::string svg((std::istreambuf_iterator<char>(chart_in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+  const auto points = svg_elements(svg, "point"), lone = svg_elements(svg, "lone"),
+             references = svg_elements(svg, "reference"), intervals = svg_elements(svg, "interval");
+  ASSERT_EQ(points.size(), 2u) << svg;
+  ASSERT_EQ(lone.size(), 1u) << svg;
+  ASSERT_EQ(references.size(), 1u) << svg;
+  EXPECT_EQ(intervals.size(), 3u) << "each setting with two seeds has its interval";
+  EXPECT_EQ(points[0].at("data-setting"), "diloco_inner_steps1");
+  EXPECT_EQ(points[1].at("data-setting"), "diloco_inner_steps3");
+  EXPECT_EQ(lone[0].at("data-setting"), "lone");
+  EXPECT_EQ(references[0].at("data-setting"), "ddp");
+  EXPECT_NE(svg.find("<polyline class=\"line\" data-family=\"diloco\""), std::string::npos);
+  std::vector<std::pair<double, double>> loss_and_y;
+  for (const auto& [name, y] : {std::pair{std::string("diloco_inner_steps1"), std::stod(points[0].at("cy"))},
+                                std::pair{std::string("diloco_inner_steps3"), std::stod(points[1].at("cy"))},
+                                std::pair{std::string("ddp"), std::stod(references[0].at("y1"))}}) {
+    const double mean = mean_final_loss(runs, name, 2);
+    const std::string shown = name == "ddp"                   ? references[0].at("data-mean")
+                              : name == "diloco_inner_steps1" ? points[0].at("data-mean")
+                                                              : points[1].at("data-mean");
+    EXPECT_NEAR(std::stod(shown), mean, 1e-5 * std::fabs(mean)) << name;
+    loss_and_y.push_back({mean, y});
+  }
+  std::sort(loss_and_y.begin(), loss_and_y.end());
+  for (size_t i = 1; i < loss_and_y.size(); ++i)
+    if (loss_and_y[i].first > loss_and_y[i - 1].first)
+      EXPECT_LT(loss_and_y[i].second, loss_and_y[i - 1].second) << "a larger loss is drawn higher (smaller y)";
+  EXPECT_LT(std::stod(points[0].at("cx")), std::stod(points[1].at("cx")));
+  const std::string lone_path = lone[0].at("d");
+  EXPECT_LT(std::stod(points[1].at("cx")), std::stod(lone_path.substr(1, lone_path.find(' ') - 1)))
+      << "H = 6 right of H = 3";
 }
 
 std::string lower(std::string s) {

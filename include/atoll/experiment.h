@@ -25,6 +25,9 @@
 //   effect = 0.01                     # the smallest difference the claims test
 //                                     # for, in their own units (RESULTS.md says
 //                                     # whether the intervals resolve it)
+//   against = "diloco.inner_steps"   # a grid key: RESULTS.md adds the final loss
+//                                     # against its values, a table and a chart
+//                                     # (docs/img/<sweep>_loss_against_<leaf>.svg)
 //   discussion = "..."               # what was measured and how to read it
 //                                     # (RESULTS.md); never a verdict: the
 //                                     # checks give that (a test holds it to it)
@@ -50,10 +53,12 @@
 namespace atl {
 
 struct SweepRun {
-  std::string name;                    // folder name under the sweep folder
-  std::vector<std::string> overrides;  // section.key=value, applied after the preset
-  std::string setting;                 // the name claims and tables use: name without "_s<k>"
-  int64_t seed = 0;                    // this run's run.seed
+  std::string name;                         // folder name under the sweep folder
+  std::vector<std::string> overrides;       // section.key=value, applied after the preset
+  std::string setting;                      // the name claims and tables use: name without "_s<k>"
+  int64_t seed = 0;                         // this run's run.seed
+  std::string family;                       // the runs entry it expands: its name before any grid suffix
+  std::map<std::string, std::string> grid;  // the grid's value for each axis applied to it
 };
 
 struct SweepClaim {
@@ -80,6 +85,7 @@ struct SweepSpec {
   std::vector<SweepClaim> claims;
   std::string discussion;  // verbatim into RESULTS.md under the verdict; free of verdicts
   std::string changes;     // what changed since the first round and why (RESULTS.md's summary table)
+  std::string against;     // a grid key RESULTS.md draws the final loss against ("" = none)
   std::string command;     // how the sweep was asked for (RESULTS.md), set by load_sweep
 };
 
@@ -211,9 +217,12 @@ ReportOptions sweep_report_options(const SweepSpec& spec, const std::string& dir
 // claims (reproduced: all hold; partly: some hold; not reproduced: none
 // holds and one fails; inconclusive: every check is; not run: a run is
 // missing or was made with another config than the preset now says), then
-// its discussion. Each check shows its effect and its outcome's text.
+// its discussion. Each check shows its effect and its outcome's text. A
+// preset with `against` gets the final loss against that grid key, as a
+// table and as a chart linked from img/ beside the page.
 std::string results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root);
-// Writes results_markdown() to `path` atomically (a reader never sees half a file).
+// Writes results_markdown() to `path` atomically (a reader never sees half a
+// file), and its charts (SVG) into img/ beside it.
 void write_results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root, const std::string& path);
 
 }  // namespace atl

@@ -3,11 +3,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 
 #include "atoll/experiment.h"
 #include "atoll/report.h"
+#include "experiment/loss_against.h"
 #include "experiment/preset_checks.h"
 #include "report/figure_text.h"
 #include "report/groups.h"
@@ -25,6 +27,13 @@ struct Section {
   // The summary table's cells: "2 hold, 2 fail"; the first check's
   // difference; "3 of 4 (e = 0.02)". "—" when nothing was judged.
   std::string tally = "—", first_check = "—", resolved = "—";
+  LossAgainstFigure against;  // the loss against the preset's `against` key (empty without one)
+};
+
+// The page and the charts it links (file name under img/ -> SVG).
+struct Page {
+  std::string markdown;
+  std::vector<std::pair<std::string, std::string>> charts;
 };
 
 // "2 hold, 1 fails, 1 inconclusive": the outcomes that occur.
@@ -114,6 +123,8 @@ Section render(const SweepSpec& spec, const std::string& out_root) {
     if (censored)
       o << "Time to loss: a seed that never reaches it counts as its run's end, a lower bound, shown as \"≥ T (k of "
            "K reached)\".\n\n";
+    s.against = loss_against(spec, groups);
+    o << s.against.markdown;
   }
   if (!stale.empty()) {
     o << "Made with another config than the preset now gives, so not counted:";
@@ -174,9 +185,7 @@ std::string id_list(const std::vector<std::string>& ids) {
   return list;
 }
 
-}  // namespace
-
-std::string results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root) {
+Page results_page(const std::vector<SweepSpec>& specs, const std::string& out_root) {
   std::vector<Section> sections;
   for (const auto& spec : specs) sections.push_back(render(spec, out_root));
   // The title names the targets the page covers: "R1–R14" when they run
@@ -221,11 +230,27 @@ std::string results_markdown(const std::vector<SweepSpec>& specs, const std::str
   for (size_t i = 0; i < specs.size(); ++i) {
     o << "## " << (specs[i].id.empty() ? "" : specs[i].id + ": ") << specs[i].title << "\n\n" << sections[i].body;
   }
-  return o.str();
+  Page page{o.str(), {}};
+  for (const Section& sec : sections)
+    if (!sec.against.svg.empty()) page.charts.push_back({sec.against.file, sec.against.svg});
+  return page;
+}
+
+}  // namespace
+
+std::string results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root) {
+  return results_page(specs, out_root).markdown;
 }
 
 void write_results_markdown(const std::vector<SweepSpec>& specs, const std::string& out_root, const std::string& path) {
-  write_file_atomic(path, results_markdown(specs, out_root));
+  const Page page = results_page(specs, out_root);
+  // The charts first: a page never links a chart that is not there yet.
+  if (!page.charts.empty()) {
+    const std::filesystem::path img = std::filesystem::path(path).parent_path() / "img";
+    std::filesystem::create_directories(img);
+    for (const auto& [file, svg] : page.charts) write_file_atomic((img / file).string(), svg);
+  }
+  write_file_atomic(path, page.markdown);
 }
 
 }  // namespace atl

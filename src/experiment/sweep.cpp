@@ -170,9 +170,9 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   if (!sweep)
     throw std::invalid_argument(preset + " has no [sweep] section, so there is nothing to sweep (`atoll train " +
                                 preset + "` runs it once; add --grid to sweep it)");
-  static const std::set<std::string> known = {"name",  "id",         "title", "paper_claim", "scaled",
-                                              "runs",  "grid",       "quick", "baseline",    "target_loss",
-                                              "claim", "discussion", "seeds", "effect",      "changes"};
+  static const std::set<std::string> known = {"name",  "id",     "title",    "paper_claim", "scaled", "runs",
+                                              "grid",  "quick",  "baseline", "target_loss", "claim",  "discussion",
+                                              "seeds", "effect", "changes",  "against"};
   for (auto&& [k, v] : *sweep) {
     if (!known.count(std::string(k.str()))) {
       std::string all;
@@ -243,7 +243,8 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   std::vector<SweepRun> base;
   const bool runs_given = sweep->get("runs") != nullptr;
   for (const auto& r : string_list(*sweep, "runs", preset)) base.push_back(parse_run(r, preset));
-  if (!runs_given) base.push_back({"run", {}, "run", 0});
+  if (!runs_given) base.push_back({"run", {}, "run", 0, "run", {}});
+  for (SweepRun& b : base) b.family = b.name;
   // A quick entry "key=value@run,..." is for those runs alone and wins over
   // their own keys (R7's delay runs set train.steps=4000, which the quick
   // version must shorten too); grid values still win over it. Entries
@@ -268,6 +269,14 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
   std::vector<GridAxis> axes;
   for (const auto& g : string_list(*sweep, "grid", preset)) axes.push_back(parse_axis(g, preset));
   for (const auto& g : extra_grid) axes.push_back(parse_axis(g, "--grid"));
+  spec.against = string_value(*sweep, "against", preset);
+  if (!spec.against.empty() &&
+      std::none_of(axes.begin(), axes.end(), [&](const GridAxis& a) { return a.key == spec.against; })) {
+    std::string keys;
+    for (const auto& axis : axes) keys += (keys.empty() ? "" : ", ") + axis.key;
+    bad(preset, "against = '" + spec.against +
+                    "' is not a key of the grid (the grid's keys: " + (keys.empty() ? "none" : keys) + ")");
+  }
   for (const auto& axis : axes)
     for (const auto& only : axis.only)
       if (std::none_of(base.begin(), base.end(), [&](const SweepRun& r) { return r.name == only; }))
@@ -283,6 +292,7 @@ SweepSpec load_sweep(const std::string& preset, const std::vector<std::string>& 
           SweepRun x = r;
           x.name += "_" + axis_suffix(axis.key, v);
           x.overrides.push_back(axis.key + "=" + v);
+          x.grid[axis.key] = v;
           next.push_back(std::move(x));
         }
       expanded = std::move(next);
