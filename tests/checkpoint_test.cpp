@@ -43,6 +43,7 @@ std::vector<nlohmann::json> deterministic_events(const fs::path& dir) {
 std::vector<std::string> resume_cases() {
   std::vector<std::string> cases = testing::every_strategy();
   cases.push_back("diloco_with_faults");
+  cases.push_back("muloco");  // DiLoCo with Muon: its momentum kept across the stop
   return cases;
 }
 
@@ -50,8 +51,9 @@ std::vector<std::string> resume_cases() {
 // stop are here, and only here.
 Config resume_config(const std::string& param, const std::string& out_dir) {
   const bool faults = param == "diloco_with_faults";
-  const std::string strategy = faults ? "diloco" : param;
+  const std::string strategy = faults || param == "muloco" ? "diloco" : param;
   Config cfg = tiny_config(strategy, testing::workers_for(strategy, 3));
+  if (param == "muloco") cfg.optim.name = "muon";
   cfg.run.out_dir = out_dir;
   cfg.train.steps = 24;
   cfg.train.log_every = 3;

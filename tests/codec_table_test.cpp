@@ -104,9 +104,10 @@ TEST_P(CodecTable, UncompressedTraitIsWhetherAFloat32PayloadComesBackBitwise) {
   EXPECT_EQ(codec_is_uncompressed(name), identical) << name;
 }
 
-// Help: every codec key's help line names it; SPARTA's (dense only) names
-// it exactly when it is dense. Validation: every codec key accepts it;
-// sparta.codec and DiLoCo's faults refuse it exactly when it is sparse.
+// Help: every codec key's help line names it; SPARTA's names it exactly
+// when it is dense and needs no error feedback. Validation: every codec key
+// accepts it; sparta.codec refuses it exactly when it is sparse or needs
+// error feedback, DiLoCo's faults exactly when it is sparse.
 TEST_P(CodecTable, HelpAndValidationKnowTheCodecAndItsSparseTrait) {
   const std::string name = GetParam();
   const CodecInfo* info = find_codec(name);
@@ -119,7 +120,7 @@ TEST_P(CodecTable, HelpAndValidationKnowTheCodecAndItsSparseTrait) {
   }
   const std::string sparta_help = field_help("sparta.codec");
   if (!info->shorthand_for && !is_shorthand_target) {
-    EXPECT_EQ(sparta_help.find(name) != std::string::npos, !info->sparse) << sparta_help;
+    EXPECT_EQ(sparta_help.find(name) != std::string::npos, !info->sparse && !info->feedback) << sparta_help;
   }
 
   Config c;
@@ -129,7 +130,7 @@ TEST_P(CodecTable, HelpAndValidationKnowTheCodecAndItsSparseTrait) {
   c.strategy.name = "sparta";
   c.strategy.workers = 2;
   c.sparta.codec = name;
-  EXPECT_EQ(validate(c).empty(), !info->sparse) << name;
+  EXPECT_EQ(validate(c).empty(), !info->sparse && !info->feedback) << name;
   c = Config();
   c.strategy.name = "diloco";
   c.strategy.workers = 2;
@@ -167,7 +168,7 @@ TEST(CodecTraits, NamesAreUniqueAndShorthandsNameACodecOfTheTable) {
   for (const CodecInfo& c : codec_table()) {
     EXPECT_TRUE(seen.insert(c.name).second) << c.name;
     EXPECT_EQ(find_codec(c.name), &c);
-    EXPECT_NE(c.encoded_bytes, nullptr) << c.name;
+    EXPECT_NE(c.encoded_parts, nullptr) << c.name;
     if (c.shorthand_for) {
       const CodecInfo* target = find_codec(c.shorthand_for);
       ASSERT_NE(target, nullptr) << c.name;

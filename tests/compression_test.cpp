@@ -168,5 +168,36 @@ TEST(Compression, TopKScopeSetsTheKeptCountAndTheAllGatheredBytes) {
   }
 }
 
+// 2bit: per block of codec.block entries, the nearest of M * {-1, -1/3, 1/3,
+// 1} with M the block's largest |x|; by hand for blocks of 4:
+//   [9, -4, 1, -9.5]  M = 9.5: [9.5, -9.5/3, 9.5/3, -9.5]
+//   [0.5, 0.1, 0, 0]  M = 0.5: 0.1 -> 0.5/3; 0 sits halfway between -M/3 and
+//                     M/3 and goes to the even code, M/3
+// and a payload path with error feedback on (the default for 2bit): the
+// second payload carries what the first one lost.
+TEST(Compression, TwoBitRoundsEachBlockToFourLevelsAndCarriesWhatItLostToTheNextPayload) {
+  const at::Tensor x = at::tensor({9.0f, -4.0f, 1.0f, -9.5f, 0.5f, 0.1f, 0.0f, 0.0f});
+  const float m = 9.5f, s = 0.5f;
+  const at::Tensor want = at::tensor(
+      {m, m * (-1.0f / 3.0f), m * (1.0f / 3.0f), -m, s, s * (1.0f / 3.0f), s * (1.0f / 3.0f), s * (1.0f / 3.0f)});
+  const Encoded e = make_codec("2bit", 4)->round_trip(x);
+  EXPECT_TRUE(at::equal(e.decoded, want)) << e.decoded;
+  EXPECT_EQ(e.bytes, 2 + 2 * 4);  // 8 codes of 2 bits, 2 fp32 scales
+  CodecConfig cfg;
+  cfg.block = 4;
+  PayloadCodec codec("2bit", cfg);
+  at::Tensor first = x.clone(), second = x.clone();
+  codec.encode(first);
+  codec.encode(second);
+  EXPECT_TRUE(at::equal(first, want));
+  EXPECT_FALSE(at::equal(second, want)) << "the residual of the first payload was not added to the second";
+  cfg.error_feedback = false;
+  PayloadCodec plain("2bit", cfg);
+  at::Tensor again = x.clone();
+  plain.encode(again);
+  plain.encode(again = x.clone());
+  EXPECT_TRUE(at::equal(again, want));
+}
+
 }  // namespace
 }  // namespace atl

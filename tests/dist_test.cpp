@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,9 @@ std::vector<std::string> tiny_overrides(const std::string& strategy, const std::
       "strategy.correlation_every=6", "diloco.inner_steps=4", "noloco.inner_steps=4", "palsgd.inner_steps=4",
       "palsgd.ddp_warmup_steps=2", "sparta.p=0.05", "streaming.fragment_blocks=1", "run.progress=false",
       "run.out_dir=" + out_dir, "run.name=" + name,
+      // Both drivers run the divergence check (real runs do by default), so
+      // its all-gathers are in both ledgers and clocks.
+      "run.divergence_check=on",
       // Modelled compute and a 10 Mbit/s, 5 ms network: compute and network
       // time are then deterministic and must agree between the drivers too.
       "network.compute_time=flops", "network.bandwidth=10Mbit/s", "network.latency=5ms"};
@@ -371,6 +375,60 @@ TEST(RealRun, ExistingRunFolderOnRankZeroStopsEveryRankAndIsLeftUntouched) {
   in >> text;
   EXPECT_EQ(text, "precious");
   EXPECT_FALSE(fs::exists(dir / "run/metrics.jsonl"));
+}
+
+// ---------------------------------------------------------------------------
+// The divergence check (train/divergence_check.h)
+
+// DiLoCo, H = 4 (syncs after steps 4, 8, 12); rank 1 adds 1e-3 to its
+// theta_g's h1.c_fc.weight after step 6, so the two ranks' theta_g differ in
+// that tensor alone at the sync of step 8.
+std::vector<std::string> perturbed(const std::string& out_dir, const std::string& name, const std::string& check) {
+  std::vector<std::string> o = tiny_overrides("diloco", out_dir, name);
+  o.push_back("faults.perturb_global=1@6:h1.c_fc.weight");
+  o.push_back("run.divergence_check=" + check);  // the last override wins
+  return o;
+}
+
+TEST(DivergenceCheck, ARealRunWhoseRankHoldsAnotherGlobalModelStopsNamingTheStepAndTheTensor) {
+  testing::TempDir dir;
+  std::string err;
+  // "auto": on in a real run.
+  const LaunchResult r = launch_train(2, perturbed(dir.str(), "real", "auto"), err);
+  EXPECT_NE(r.exit_code, 0) << err;
+  EXPECT_NE(err.find("divergence check after the sync of step 8: rank 1's global model differs from rank 0's in "
+                     "h1.c_fc.weight; the ranks no longer train one model"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("more tensors"), std::string::npos) << err;
+  // Off, the same run ends normally: it is the check that stops it.
+  const LaunchResult off = launch_train(2, perturbed(dir.str(), "off", "off"), err);
+  EXPECT_EQ(off.exit_code, 0) << err;
+}
+
+TEST(DivergenceCheck, OnInTheSimulatorItStopsThePerturbedRunAndItsAllGathersAreInTheLedger) {
+  testing::TempDir dir;
+  const Config cfg = load_config("", perturbed(dir.str(), "sim", "on"));
+  try {
+    simulate(cfg);
+    ADD_FAILURE() << "the perturbed run was not stopped";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("after the sync of step 8: rank 1's global model differs from rank 0's in "
+                                         "h1.c_fc.weight"),
+              std::string::npos)
+        << e.what();
+  }
+  // Unperturbed: three syncs, each one all-gather of 32 bytes per tensor.
+  Config clean = load_config("", tiny_overrides("diloco", dir.str(), "clean"));
+  const RunSummary s = simulate(clean);
+  clean.run.divergence_check = "off";
+  clean.run.name = "clean_off";
+  const RunSummary off = simulate(clean);
+  // (N - 1) = 1 digest of 32 bytes per tensor per sync, for some whole number of tensors.
+  const double tensors = (s.bytes_sent_per_worker - off.bytes_sent_per_worker) / (3 * 32.0);
+  EXPECT_EQ(tensors, std::floor(tensors));
+  EXPECT_GE(tensors, 5);
+  EXPECT_LE(tensors, 40);
 }
 
 }  // namespace

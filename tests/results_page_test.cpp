@@ -320,7 +320,7 @@ TEST(Presets, NoPagesProseClaimsAVerdictItsChecksDoNotGive) {
       }
     }
   }
-  EXPECT_EQ(presets, 14);
+  EXPECT_EQ(presets, 16);
 }
 
 // The page's title names the targets it covers: a range only when they run

@@ -65,7 +65,7 @@ TEST(StrategyTable, WhatEveryMethodReadsNamesAMethodSectionOrAKeyOfOne) {
   // ([train], [codec], [faults], ...) are never refused.
   const std::vector<std::string> got = method_sections();
   EXPECT_EQ(std::set<std::string>(got.begin(), got.end()),
-            (std::set<std::string>{"ddp", "diloco", "sparta", "palsgd", "demo", "streaming", "noloco"}));
+            (std::set<std::string>{"ddp", "diloco", "sparta", "palsgd", "demo", "sparseloco", "streaming", "noloco"}));
 }
 
 TEST(StrategyTable, EveryMethodReadsItsCodecAndWarmupKeysAndAWarmupTheGradientAllReduceKeys) {
@@ -84,7 +84,8 @@ TEST(StrategyTable, TheDiLoCoFamilyNamesItsWarmupKeyAndNullptrMeansNoWarmup) {
   Config c;
   c.diloco.ddp_warmup_steps = 3;
   c.palsgd.ddp_warmup_steps = 7;
-  const std::map<std::string, int64_t> want = {{"diloco", 3}, {"sparta_diloco", 3}, {"streaming", 3}, {"palsgd", 7}};
+  const std::map<std::string, int64_t> want = {
+      {"diloco", 3}, {"sparta_diloco", 3}, {"sparseloco", 3}, {"streaming", 3}, {"palsgd", 7}};
   for (const Method& m : strategy_table()) {
     c.strategy.name = m.name;
     const auto it = want.find(m.name);

@@ -302,6 +302,7 @@ TEST(TorchScriptModel, TwoRanksOverGlooMatchTheSimulatorBitwise) {
   cfg.train.steps = 12;
   cfg.diloco.inner_steps = 4;
   cfg.run.name = "sim";
+  cfg.run.divergence_check = "on";  // as the real run does by default: its all-gathers in both ledgers
   const RunSummary sim = train(cfg);
   LaunchOptions opts;
   opts.nproc = 2;

@@ -37,7 +37,7 @@ TEST(UnreadKeys, AnOverrideOfASectionTheMethodDoesNotReadIsRefusedNamingTheMetho
   const std::string msg = problems("", {"strategy.name=sparta", "strategy.workers=2", "diloco.ddp_warmup_steps=100"});
   EXPECT_TRUE(has(msg,
                   "diloco.ddp_warmup_steps=100: strategy 'sparta' reads no [diloco] keys (it reads [sparta]); "
-                  "drop it, or choose a method that reads diloco.ddp_warmup_steps: diloco, sparta_diloco, "
+                  "drop it, or choose a method that reads diloco.ddp_warmup_steps: diloco, sparta_diloco, sparseloco, "
                   "streaming"))
       << msg;
   // Every method-section key the method does not read, one problem each; a

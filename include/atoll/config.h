@@ -41,6 +41,10 @@ struct RunConfig {
   std::string resume = "false";  // false | true | auto: continue <out_dir>/<name> from its newest
                                  // complete checkpoint (auto: when possible, else start again)
   int64_t stop_at = 0;           // stop after this step as on SIGTERM (checkpoint, exit); 0 = never
+  // After every sync of a method with a global model, the ranks compare a
+  // SHA-256 of each of theta_g's tensors and stop at the first mismatch,
+  // naming the step and the tensor (PCCL's check). auto: in real runs.
+  std::string divergence_check = "auto";  // auto | on | off
 };
 
 struct DataConfig {
@@ -75,7 +79,7 @@ struct ModelConfig {
 };
 
 struct OptimConfig {
-  std::string name = "adamw";  // adamw | sgd (plain SGD, used by equivalence tests)
+  std::string name = "adamw";  // adamw | muon (MuLoCo's inner optimizer) | sgd (plain SGD, used by equivalence tests)
   double lr = 2e-3;            // inner AdamW peak learning rate
   double min_lr = 2e-4;        // cosine floor
   int64_t warmup_steps = 50;   // linear warm-up steps
@@ -84,6 +88,14 @@ struct OptimConfig {
   double weight_decay = 0.1;        // applied to matrices (dim >= 2) only
   double grad_clip = 1.0;           // global-norm clip; 0 disables
   std::string schedule = "cosine";  // cosine | constant
+  // Muon (Jordan et al. 2024; MuLoCo, arXiv 2505.23725; ALGORITHMS.md 8.8): for each
+  // matrix, m <- mu m + g, O = NewtonSchulz5(g + mu m (Nesterov) or m), update
+  // 0.2 sqrt(max(rows, cols)) O (Moonlight's scale, so lr and weight decay are AdamW's);
+  // AdamW (above) for vectors and for the parameters muon_exclude names.
+  double muon_momentum = 0.95;                      // mu (Muon 0.95)
+  bool muon_nesterov = true;                        // Nesterov momentum (Muon's default)
+  int64_t muon_ns_steps = 5;                        // Newton-Schulz iterations (Muon 5)
+  std::string muon_exclude = "wte|wpe|embed|head";  // regular expression over parameter names kept on AdamW
 };
 
 struct TrainConfig {
@@ -157,6 +169,9 @@ struct FaultConfig {
                                     // (DiLoCo's asynchronous-communication ablation)
   std::string corrupt = "";         // "worker@from-to:kind", kind nan | inf | scale (x1e6): a bad worker's payload
   std::string speed_schedule = "";  // stragglers over time: "step:worker=factor", e.g. "0:1=3, 500:1=1"
+  // "worker@step[:tensor]", comma list: after step's update that worker adds 1e-3 to the first entry of
+  // its theta_g's tensor (default its first): a rank whose shared state went wrong, for the divergence check
+  std::string perturb_global = "";
 };
 
 // One window of a fault schedule.
@@ -176,6 +191,12 @@ struct SpeedChange {
 };
 // faults.speed_schedule, sorted by step; throws std::invalid_argument.
 std::vector<SpeedChange> parse_speed_schedule(const std::string& text);
+struct Perturbation {
+  int64_t worker = 0, step = 0;
+  std::string tensor;  // a parameter name; "" = the first
+};
+// faults.perturb_global; throws std::invalid_argument naming the accepted form.
+std::vector<Perturbation> parse_perturbations(const std::string& text);
 
 // DDP's gradient all-reduce (also the DDP warm-up of diloco.ddp_warmup_steps
 // and PALSGD). With overlap, the all-reduce goes in buckets that start as the
@@ -192,14 +213,20 @@ struct DdpConfig {
 
 // Payload compression shared by every strategy's `codec` (ALGORITHMS.md 8.5).
 struct CodecConfig {
-  int64_t block = 128;                // elements per fp32 scale in int8 / fp4 codecs
-  double topk_density = 0.01;         // fraction of entries the topk codec keeps
-  bool error_feedback = true;         // topk: carry what was not sent into the next payload
+  int64_t block = 128;         // elements per fp32 scale in int8 / fp4 codecs
+  double topk_density = 0.01;  // fraction of entries the topk codec keeps
+  bool error_feedback =
+      true;  // codecs that need it (topk, topk-chunk*, 2bit): carry what was not sent into the next payload
   bool requantize_result = true;      // quantizing codecs (fp16, bf16, int8, fp4): the reduced mean is encoded and
                                       // decoded once more, as a low-precision ring delivers it; false: the
                                       // decoded payloads are averaged exactly (optimistic). topk: no effect
   std::string topk_scope = "tensor";  // tensor: k_t = max(1, round(density * n_t)) largest of each tensor (DiLoCo's
-                                      // pruning ablation) | global: k largest of the whole flat payload
+                                      // pruning ablation; topk-chunk*: chunks within each tensor) | global: k
+                                      // largest of the whole flat payload (topk-chunk*: chunks of it)
+  // topk-chunk, topk-chunk-2bit (SparseLoCo, arXiv 2508.15706): each tensor cut into
+  // chunks of C entries, the k largest |x| of each sent with their position in the chunk.
+  int64_t chunk = 4096;     // C: entries per chunk (SparseLoCo 4,096 = one 64 x 64 block)
+  int64_t chunk_topk = 64;  // k: entries sent per full chunk (SparseLoCo 64 of 4,096 = 1.56%)
 };
 
 // PALSGD (Naganuma et al., TMLR 2025); ALGORITHMS.md 5.
@@ -244,6 +271,17 @@ struct StreamingConfig {
   int64_t overlap = 1;        // tau: inner steps a fragment's all-reduce overlaps (0 = blocking)
   double alpha = 0.5;         // alpha: merge theta_i <- (1 - alpha) theta_g + alpha theta_i
   std::string codec = "fp4";  // outer-gradient payload codec (paper: FP4)
+};
+
+// SparseLoCo (Sarfi et al. 2025, arXiv 2508.15706); ALGORITHMS.md 8.7: DiLoCo
+// whose pseudo-gradient goes through error feedback and a chunked top-k
+// codec, the error-feedback accumulator standing in for the outer momentum.
+// H, the warm-up and robust aggregation come from [diloco]; the chunk C and
+// the k kept per chunk from [codec] (codec.chunk, codec.chunk_topk).
+struct SparseLoCoConfig {
+  double outer_lr = 1.0;                  // lr_out: outer learning rate, no momentum (Templar's run: 1.0)
+  double error_decay = 0.95;              // beta: error feedback e <- beta * e + Delta (paper 0.95)
+  std::string codec = "topk-chunk-2bit";  // topk-chunk-2bit (the paper's 2-bit values) | topk-chunk (fp32 values)
 };
 
 // SPARTA: sparse parameter averaging (Beton et al. 2025); ALGORITHMS.md 4.
@@ -331,6 +369,7 @@ struct Config {
   PalsgdConfig palsgd;
   DemoConfig demo;
   StreamingConfig streaming;
+  SparseLoCoConfig sparseloco;
   NetworkConfig network;
   IslandsConfig islands;
   FaultConfig faults;
@@ -397,6 +436,13 @@ FlatConfig parse_flat_lines(const std::string& text);
 // started (its name and folder, overwrite, progress, threads, resume).
 // Reports and sweeps compare these.
 bool is_computation_key(const std::string& key);
+// A finished run's flattened config as this version reads it: each key
+// added since runs were published whose default computes what runs made
+// before it computed (the knobs of a new method or codec, options that are
+// off by default) is filled in at its default where the run's config.toml
+// lacks it, so those runs stay counted and reusable. Any other missing key
+// stays missing (a difference). The list is in config/flat.cpp.
+FlatConfig with_keys_added_later(FlatConfig done);
 // Keys that shape a run's trajectory (a resumed run must match them): all but
 // run.* (run.seed does) and where the data lie.
 bool shapes_trajectory(const std::string& key);

@@ -21,9 +21,10 @@ struct CostQuery {
   // every payload is then that codec's exact encoded size of its elements,
   // block scales and top-k indices included, as the simulator's ledger
   // charges it; a sparse codec (topk) is all-gathered, as the simulator does.
-  // codec_settings: codec.block and codec.topk_density (top-k is counted over
+  // codec_settings: codec.block, codec.topk_density (top-k is counted over
   // the whole payload, codec.topk_scope = global: per tensor, k is rounded per
-  // tensor). "" = bytes_per_element bytes per value.
+  // tensor), codec.chunk and codec.chunk_topk (topk-chunk*: the payload as one
+  // tensor cut into chunks). "" = bytes_per_element bytes per value.
   std::string codec;
   CodecConfig codec_settings;
   int64_t workers = 8;

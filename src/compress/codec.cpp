@@ -10,13 +10,13 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "compress/chunk_topk.h"
 #include "compress/magnitude_select.h"
+#include "compress/two_bit.h"
 #include "compress/vector_clones.h"
 #include "config/checks.h"
 
 namespace atl {
-
-namespace {
 
 // The contiguous payload, or std::invalid_argument naming what is wrong.
 at::Tensor checked_payload(const at::Tensor& x, const std::string& codec) {
@@ -30,6 +30,8 @@ at::Tensor checked_payload(const at::Tensor& x, const std::string& codec) {
   return x.detach().contiguous();
 }
 
+namespace {
+
 // ---- casts -----------------------------------------------------------------
 
 // fp32 / fp16 / bf16: the value on the wire is the input cast to `wire`.
@@ -41,7 +43,7 @@ class CastCodec : public Codec {
     // to() returns `c` itself when the dtype already matches: clone so decoded never aliases x.
     at::Tensor d = c.scalar_type() == wire_ ? c.clone() : c.to(wire_).to(c.scalar_type());
     // One wire-dtype value per element, whatever the input's dtype.
-    return {d, double(c.numel()) * double(c10::elementSize(wire_))};
+    return {d, double(c.numel()) * double(c10::elementSize(wire_)), {}};
   }
   std::string name() const override { return name_; }
   double bytes_for(int64_t n) const override { return codec_encoded_bytes(name_, n); }
@@ -164,7 +166,7 @@ class BlockCodec : public Codec {
     at::Tensor d = at::empty_like(c);
     const int64_t n = c.numel();
     if (c.scalar_type() == at::kFloat) {
-      return {d, encoded_bytes(n, round_trip_float(c.data_ptr<float>(), d.data_ptr<float>(), n))};
+      return {d, encoded_bytes(n, round_trip_float(c.data_ptr<float>(), d.data_ptr<float>(), n)), {}};
     }
     int64_t scales = 0;
     AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "block_codec", [&] {
@@ -185,7 +187,7 @@ class BlockCodec : public Codec {
         }
       }
     });
-    return {d, encoded_bytes(n, scales)};
+    return {d, encoded_bytes(n, scales), {}};
   }
   std::string name() const override { return name_; }
   double bytes_for(int64_t n) const override {
@@ -248,6 +250,42 @@ class BlockCodec : public Codec {
   int64_t block_;
 };
 
+// ---- 2 bits ----------------------------------------------------------------
+
+// Per block of `block` entries, M = the largest |x| (NaN skipped) as fp32,
+// and each entry the nearest of M * {-1, -1/3, 1/3, 1} (compress/two_bit.h).
+// Biased for small entries (none decodes to 0): used with error feedback.
+class TwoBitCodec : public Codec {
+ public:
+  explicit TwoBitCodec(int64_t block) : block_(block) {}
+  Encoded round_trip(const at::Tensor& x) override {
+    const at::Tensor c = checked_payload(x, "2bit");
+    const int64_t n = c.numel();
+    at::Tensor d = at::empty_like(c);
+    AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "two_bit_codec", [&] {
+      const scalar_t* in = c.data_ptr<scalar_t>();
+      scalar_t* out = d.data_ptr<scalar_t>();
+      for (int64_t lo = 0; lo < n; lo += block_) {
+        const int64_t hi = std::min(n, lo + block_);
+        float m = 0;
+        for (int64_t i = lo; i < hi; ++i)
+          if (!std::isnan(in[i])) m = std::fmax(m, std::fabs(float(in[i])));
+        for (int64_t i = lo; i < hi; ++i) out[i] = scalar_t(two_bit_level(two_bit_code(float(in[i]), m), m));
+      }
+    });
+    return {d, bytes_for(n), {}};
+  }
+  std::string name() const override { return "2bit"; }
+  double bytes_for(int64_t n) const override {
+    CodecSizing sizing;
+    sizing.block = block_;
+    return codec_encoded_bytes("2bit", n, sizing);
+  }
+
+ private:
+  int64_t block_;
+};
+
 // ---- top-k -----------------------------------------------------------------
 
 // Keeps the k largest |x| of each segment (one segment: the whole payload).
@@ -276,7 +314,7 @@ class TopKCodec : public Codec {
         kept += k;
       }
     });
-    return {d, double(kept) * double(4 + index_bytes_)};
+    return {d, double(kept) * double(4 + index_bytes_), {}};
   }
   std::string name() const override { return "topk"; }
   double bytes_for(int64_t n) const override {
@@ -304,36 +342,63 @@ class TopKCodec : public Codec {
   MagnitudeSelect select_;         // the selection and its scratch (one worker uses a codec)
 };
 
-}  // namespace
-
-std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block, double topk_density, int64_t index_bytes,
-                                  std::vector<int64_t> topk_segments) {
+// The sizing checks every name gets.
+void check_sizing(int64_t block, double topk_density, int64_t index_bytes, const std::vector<int64_t>& segments) {
   if (block < 1) throw std::invalid_argument("codec block must be >= 1, got " + std::to_string(block));
   if (!(topk_density > 0 && topk_density <= 1))
     throw std::invalid_argument("codec top-k density must be in (0, 1], got " + std::to_string(topk_density));
   if (index_bytes < 1)
     throw std::invalid_argument("codec index bytes must be >= 1, got " + std::to_string(index_bytes));
+  for (int64_t len : segments)
+    if (len < 0) throw std::invalid_argument("codec top-k segment sizes must be >= 0, got " + std::to_string(len));
+}
+
+}  // namespace
+
+std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block, double topk_density, int64_t index_bytes,
+                                  std::vector<int64_t> topk_segments) {
+  CodecSizing sizing;
+  sizing.block = block;
+  sizing.topk_density = topk_density;
+  sizing.index_bytes = index_bytes;
+  sizing.topk_segments = std::move(topk_segments);
+  return make_codec(name, sizing);
+}
+
+std::unique_ptr<Codec> make_codec(const std::string& name, const CodecSizing& s) {
+  check_sizing(s.block, s.topk_density, s.index_bytes, s.topk_segments);
   if (name == "fp32") return std::make_unique<CastCodec>(name, at::kFloat);
   if (name == "fp16") return std::make_unique<CastCodec>(name, at::kHalf);
   if (name == "bf16") return std::make_unique<CastCodec>(name, at::kBFloat16);
-  if (name == "int8") return std::make_unique<BlockCodec>(name, nullptr, block);
-  if (name == "fp4" || name == "fp4-e3m0") return std::make_unique<BlockCodec>("fp4-e3m0", &kE3M0, block);
-  if (name == "fp4-e2m1") return std::make_unique<BlockCodec>(name, &kE2M1, block);
-  for (int64_t len : topk_segments)
-    if (len < 0) throw std::invalid_argument("codec top-k segment sizes must be >= 0, got " + std::to_string(len));
-  if (name == "topk") return std::make_unique<TopKCodec>(topk_density, index_bytes, std::move(topk_segments));
+  if (name == "int8") return std::make_unique<BlockCodec>(name, nullptr, s.block);
+  if (name == "fp4" || name == "fp4-e3m0") return std::make_unique<BlockCodec>("fp4-e3m0", &kE3M0, s.block);
+  if (name == "fp4-e2m1") return std::make_unique<BlockCodec>(name, &kE2M1, s.block);
+  if (name == "2bit") return std::make_unique<TwoBitCodec>(s.block);
+  if (name == "topk") return std::make_unique<TopKCodec>(s.topk_density, s.index_bytes, s.topk_segments);
+  if (name == "topk-chunk" || name == "topk-chunk-2bit") {
+    check_chunk_sizing(s.chunk, s.chunk_topk);
+    const auto values = name == "topk-chunk" ? ChunkTopKCodec::Values::kFp32 : ChunkTopKCodec::Values::kTwoBit;
+    return std::make_unique<ChunkTopKCodec>(values, s.chunk, s.chunk_topk, s.topk_segments);
+  }
   throw std::invalid_argument("unknown codec '" + name + "': allowed values are " + join_choices(codec_names()));
 }
 
-ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> codec) : codec_(std::move(codec)) {
+void Codec::add_wire(const at::Tensor&, at::Tensor&) const {
+  throw std::logic_error("codec " + name() + " has no wire format: its decoded values travel");
+}
+
+ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> codec, double decay) : codec_(std::move(codec)), decay_(decay) {
   if (!codec_) throw std::invalid_argument("ErrorFeedback needs a codec");
+  if (!(decay >= 0 && decay <= 1))
+    throw std::invalid_argument("error feedback decay (beta) must be in [0, 1], got " + std::to_string(decay));
 }
 
 Encoded ErrorFeedback::round_trip(const at::Tensor& x) {
   if (!x.defined()) throw std::invalid_argument("ErrorFeedback: undefined payload");
   if (residual_.defined() && (x.sizes() != residual_.sizes() || x.scalar_type() != residual_.scalar_type()))
     throw std::invalid_argument("ErrorFeedback: the payload changed shape or dtype between rounds");
-  const at::Tensor y = residual_.defined() ? x.detach() + residual_ : x.detach();
+  at::Tensor y = x.detach();
+  if (residual_.defined()) y = decay_ == 1.0 ? y + residual_ : y + residual_ * decay_;
   Encoded e = codec_->round_trip(y);
   residual_ = y - e.decoded;
   return e;

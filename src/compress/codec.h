@@ -17,6 +17,10 @@
 //               k * (4 + index_bytes) bytes. Given segments (the payload's tensors,
 //               codec.topk_scope = tensor), k_t = max(1, round(density * n_t)) per
 //               segment (empty segments keep 0) and sum(k_t) * (4 + index_bytes) bytes
+//   2bit        per block, grid max|x| * {-1, -1/3, 1/3, 1} (compress/two_bit.h);
+//               ceil(n / 4) + 4 * ceil(n / block) bytes; with error feedback by default
+//   topk-chunk, topk-chunk-2bit  SparseLoCo's chunked top-k with bit-packed positions:
+//               compress/chunk_topk.h (the only codecs with a real wire format so far)
 //
 // Rounding in the block codecs is to the nearest grid point, ties to the even
 // code (IEEE roundTiesToEven on the 3-bit magnitude code; the OCP MX rule):
@@ -50,6 +54,7 @@ namespace atl {
 struct Encoded {
   at::Tensor decoded;  // same shape/dtype as the input: what the receivers reconstruct
   double bytes = 0;    // exact encoded size: values + indices + scales
+  at::Tensor wire;     // codecs with a wire format (has_wire()): the message itself, bytes long (uint8)
 };
 
 class Codec {
@@ -63,6 +68,16 @@ class Codec {
   // for this codec's sizing. round_trip() counts what it encoded itself; the
   // CodecTable tests hold the two equal for every codec.
   virtual double bytes_for(int64_t n) const = 0;
+  // Whether round_trip() also writes the encoded message (Encoded::wire):
+  // the payload path then sends that message, and every receiver decodes it
+  // with add_wire(). Codecs without one are modelled: their decoded values
+  // travel, charged at the encoded size.
+  virtual bool has_wire() const { return false; }
+  // acc += the values `wire` (a peer's Encoded::wire for a payload of
+  // acc.numel() elements) decodes to. A message of the wrong size or with
+  // a position out of range is refused (std::invalid_argument) before acc
+  // changes. Only for has_wire() codecs.
+  virtual void add_wire(const at::Tensor& wire, at::Tensor& acc) const;
 };
 
 // name: one of codec_names(). block >= 1 (int8, fp4), 0 < topk_density <= 1 and
@@ -72,25 +87,36 @@ class Codec {
 std::unique_ptr<Codec> make_codec(const std::string& name, int64_t block = kDefaultCodecBlock,
                                   double topk_density = kDefaultTopkDensity, int64_t index_bytes = 4,
                                   std::vector<int64_t> topk_segments = {});
+// The same from a whole sizing (the chunked codecs' chunk and k included).
+std::unique_ptr<Codec> make_codec(const std::string& name, const CodecSizing& sizing);
+
+// For codec implementations: x as a contiguous 1-D float32/float64 CPU
+// tensor, or std::invalid_argument naming codec `codec` and what is wrong.
+at::Tensor checked_payload(const at::Tensor& x, const std::string& codec);
 
 // Error feedback (Seide et al. 2014; Karimireddy et al. 2019): keeps the
 // residual e of what the codec dropped and adds it to the next payload,
-//   y = x + e;  decoded = codec(y);  e <- y - decoded,
-// so nothing is lost, only delayed: sum(decoded) + e == sum(x) over any number
-// of rounds. One object per worker and payload (the residual is private state).
+//   y = x + beta * e;  decoded = codec(y);  e <- y - decoded,
+// With beta = 1 nothing is lost, only delayed: sum(decoded) + e == sum(x)
+// over any number of rounds. SparseLoCo decays the residual (beta = 0.95),
+// its accumulator standing in for the outer momentum. One object per worker
+// and payload (the residual is private state).
 class ErrorFeedback {
  public:
-  explicit ErrorFeedback(std::unique_ptr<Codec> codec);
+  // decay: beta in [0, 1].
+  explicit ErrorFeedback(std::unique_ptr<Codec> codec, double decay = 1.0);
   // x must keep the same shape and dtype from call to call.
   Encoded round_trip(const at::Tensor& x);
   // Undefined before the first round_trip (and after reset()).
   const at::Tensor& residual() const { return residual_; }
   const Codec& codec() const { return *codec_; }
+  Codec& codec() { return *codec_; }
   void reset() { residual_ = at::Tensor(); }
   void visit_state(StateVisitor& v) { v.optional_tensor("residual", residual_); }
 
  private:
   std::unique_ptr<Codec> codec_;
+  double decay_;
   at::Tensor residual_;
 };
 

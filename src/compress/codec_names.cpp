@@ -11,26 +11,67 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Encoded sizes (compress/codec.h has each format). Block scales are fp32.
-double fp32_bytes(int64_t n, const CodecSizing&) { return 4.0 * double(n); }
-double half_bytes(int64_t n, const CodecSizing&) { return 2.0 * double(n); }
-double int8_bytes(int64_t n, const CodecSizing& s) { return double(n) + 4.0 * double(ceil_div(n, s.block)); }
-double fp4_bytes(int64_t n, const CodecSizing& s) {
-  return double(ceil_div(n, 2)) + 4.0 * double(ceil_div(n, s.block));
+// Encoded sizes by part (compress/codec.h and compress/chunk_topk.h have
+// each format). Block scales are fp32.
+CodecBytes fp32_bytes(int64_t n, const CodecSizing&) { return {4.0 * double(n), 0, 0}; }
+CodecBytes half_bytes(int64_t n, const CodecSizing&) { return {2.0 * double(n), 0, 0}; }
+CodecBytes int8_bytes(int64_t n, const CodecSizing& s) { return {double(n), 0, 4.0 * double(ceil_div(n, s.block))}; }
+CodecBytes fp4_bytes(int64_t n, const CodecSizing& s) {
+  return {double(ceil_div(n, 2)), 0, 4.0 * double(ceil_div(n, s.block))};
 }
-// (fp32 value + index) per kept entry; each segment keeps its own k.
-double topk_bytes(int64_t n, const CodecSizing& s) {
-  int64_t total = 0, kept = 0;
+
+// 2 bits per value, an fp32 scale per block.
+CodecBytes two_bit_bytes(int64_t n, const CodecSizing& s) {
+  return {double(ceil_div(2 * n, 8)), 0, 4.0 * double(ceil_div(n, s.block))};
+}
+
+// The segments a payload of n elements is selected in: the sizing's, which
+// must add up to n, or the whole payload.
+std::vector<int64_t> segments_of(int64_t n, const CodecSizing& s, const char* codec) {
+  if (s.topk_segments.empty()) return {n};
+  int64_t total = 0;
   for (int64_t len : s.topk_segments) total += len;
+  if (total != n) {
+    throw std::invalid_argument(std::string("codec ") + codec + ": the payload has " + std::to_string(n) +
+                                " elements but its tensors add up to " + std::to_string(total));
+  }
+  return s.topk_segments;
+}
+
+// (fp32 value + index) per kept entry; each segment keeps its own k.
+CodecBytes topk_bytes(int64_t n, const CodecSizing& s) {
+  int64_t kept = 0;
   if (s.topk_segments.empty()) {
     kept = topk_kept(n, s.topk_density);
-  } else if (total != n) {
-    throw std::invalid_argument("codec topk: the payload has " + std::to_string(n) +
-                                " elements but its tensors add up to " + std::to_string(total));
   } else {
-    for (int64_t len : s.topk_segments) kept += topk_kept(len, s.topk_density);
+    for (int64_t len : segments_of(n, s, "topk")) kept += topk_kept(len, s.topk_density);
   }
-  return double(kept) * double(4 + s.index_bytes);
+  return {4.0 * double(kept), double(kept) * double(s.index_bytes), 0};
+}
+
+// Chunked top-k: every segment is cut into chunks of s.chunk entries.
+struct ChunkCount {
+  int64_t chunks = 0, kept = 0;
+};
+ChunkCount count_chunks(int64_t n, const CodecSizing& s, const char* codec) {
+  ChunkCount c;
+  for (int64_t len : segments_of(n, s, codec))
+    for (int64_t lo = 0; lo < len; lo += s.chunk) {
+      ++c.chunks;
+      c.kept += chunk_kept(std::min(s.chunk, len - lo), s.chunk, s.chunk_topk);
+    }
+  return c;
+}
+double packed_bytes(int64_t count, int64_t bits) { return double(ceil_div(count * bits, 8)); }
+// fp32 values; bit-packed positions inside their chunk.
+CodecBytes chunk_topk_bytes(int64_t n, const CodecSizing& s) {
+  const ChunkCount c = count_chunks(n, s, "topk-chunk");
+  return {4.0 * double(c.kept), packed_bytes(c.kept, chunk_index_bits(s.chunk)), 0};
+}
+// 2-bit codes, bit-packed positions, one fp32 scale per chunk.
+CodecBytes chunk_topk_2bit_bytes(int64_t n, const CodecSizing& s) {
+  const ChunkCount c = count_chunks(n, s, "topk-chunk-2bit");
+  return {packed_bytes(c.kept, 2), packed_bytes(c.kept, chunk_index_bits(s.chunk)), 4.0 * double(c.chunks)};
 }
 
 bool has_shorthand(const std::string& name) {
@@ -52,11 +93,18 @@ const CodecInfo& known_codec(const std::string& name) {
 const std::vector<CodecInfo>& codec_table() {
   // One line per codec; make_codec() (codec.cpp) builds each.
   static const std::vector<CodecInfo> table = {
-      // name       shorthand for  sparse uncompressed encoded bytes
-      {"fp32", nullptr, false, true, fp32_bytes},     {"fp16", nullptr, false, false, half_bytes},
-      {"bf16", nullptr, false, false, half_bytes},    {"int8", nullptr, false, false, int8_bytes},
-      {"fp4", "fp4-e3m0", false, false, fp4_bytes},   {"fp4-e3m0", nullptr, false, false, fp4_bytes},
-      {"fp4-e2m1", nullptr, false, false, fp4_bytes}, {"topk", nullptr, true, false, topk_bytes},
+      // name             shorthand for  sparse uncompressed feedback encoded bytes
+      {"fp32", nullptr, false, true, false, fp32_bytes},
+      {"fp16", nullptr, false, false, false, half_bytes},
+      {"bf16", nullptr, false, false, false, half_bytes},
+      {"int8", nullptr, false, false, false, int8_bytes},
+      {"fp4", "fp4-e3m0", false, false, false, fp4_bytes},
+      {"fp4-e3m0", nullptr, false, false, false, fp4_bytes},
+      {"fp4-e2m1", nullptr, false, false, false, fp4_bytes},
+      {"2bit", nullptr, false, false, true, two_bit_bytes},
+      {"topk", nullptr, true, false, true, topk_bytes},
+      {"topk-chunk", nullptr, true, false, true, chunk_topk_bytes},
+      {"topk-chunk-2bit", nullptr, true, false, true, chunk_topk_2bit_bytes},
   };
   return table;
 }
@@ -78,13 +126,41 @@ const std::vector<std::string>& codec_names() {
 
 bool codec_is_sparse(const std::string& name) { return known_codec(name).sparse; }
 bool codec_is_uncompressed(const std::string& name) { return known_codec(name).uncompressed; }
+bool codec_needs_feedback(const std::string& name) { return known_codec(name).feedback; }
 
 int64_t topk_kept(int64_t n, double density) {
   if (n <= 0) return 0;
   return std::clamp<int64_t>(std::llround(density * double(n)), 1, n);
 }
 
+int64_t chunk_kept(int64_t len, int64_t chunk, int64_t chunk_topk) {
+  if (len <= 0) return 0;
+  if (len >= chunk) return std::min(chunk_topk, len);
+  // round(chunk_topk * len / chunk), halves up, in integers (len < chunk <= 2^24).
+  const int64_t k = (2 * chunk_topk * len + chunk) / (2 * chunk);
+  return std::clamp<int64_t>(k, 1, len);
+}
+
+int64_t chunk_index_bits(int64_t chunk) {
+  int64_t bits = 1;
+  while (bits < 62 && (int64_t(1) << bits) < chunk) ++bits;
+  return bits;
+}
+
+void check_chunk_sizing(int64_t chunk, int64_t chunk_topk) {
+  if (chunk < 1 || chunk > kMaxChunk)
+    throw std::invalid_argument("codec chunk must be in [1, " + std::to_string(kMaxChunk) + "], got " +
+                                std::to_string(chunk));
+  if (chunk_topk < 1 || chunk_topk > chunk)
+    throw std::invalid_argument("codec chunk_topk must be in [1, chunk = " + std::to_string(chunk) + "], got " +
+                                std::to_string(chunk_topk));
+}
+
 double codec_encoded_bytes(const std::string& name, int64_t n, const CodecSizing& s) {
+  return codec_encoded_parts(name, n, s).total();
+}
+
+CodecBytes codec_encoded_parts(const std::string& name, int64_t n, const CodecSizing& s) {
   const CodecInfo& c = known_codec(name);
   // The checks make_codec makes, for every name.
   if (n < 0) throw std::invalid_argument("codec " + name + ": a payload has >= 0 elements, got " + std::to_string(n));
@@ -95,7 +171,8 @@ double codec_encoded_bytes(const std::string& name, int64_t n, const CodecSizing
     throw std::invalid_argument("codec index bytes must be >= 1, got " + std::to_string(s.index_bytes));
   for (int64_t len : s.topk_segments)
     if (len < 0) throw std::invalid_argument("codec top-k segment sizes must be >= 0, got " + std::to_string(len));
-  return c.encoded_bytes(n, s);
+  check_chunk_sizing(s.chunk, s.chunk_topk);
+  return c.encoded_parts(n, s);
 }
 
 std::string codec_choices() {
@@ -110,7 +187,7 @@ std::string codec_choices() {
 std::string dense_codec_choices() {
   std::vector<std::string> shown;
   for (const auto& c : codec_table())
-    if (!c.sparse && !has_shorthand(c.name)) shown.push_back(c.name);
+    if (!c.sparse && !c.feedback && !has_shorthand(c.name)) shown.push_back(c.name);
   return join_choices(shown);
 }
 
@@ -123,6 +200,9 @@ void validate_codec_section(const CodecConfig& c, std::vector<std::string>& erro
   p.need(c.block >= 1, "codec.block must be >= 1");
   p.need(c.topk_density > 0 && c.topk_density <= 1, "codec.topk_density must be in (0, 1]");
   p.enum_check("codec.topk_scope", c.topk_scope, topk_scopes());
+  p.need(c.chunk >= 1 && c.chunk <= kMaxChunk, "codec.chunk (C) must be in [1, " + std::to_string(kMaxChunk) + "]");
+  p.need(c.chunk_topk >= 1 && c.chunk_topk <= std::max<int64_t>(c.chunk, 1),
+         "codec.chunk_topk (k) must be in [1, codec.chunk]");
 }
 
 const std::vector<std::string>& topk_scopes() {

@@ -7,15 +7,24 @@
 
 namespace atl {
 
-PayloadCodec::PayloadCodec(const std::string& name, const CodecConfig& cfg, std::vector<int64_t> tensors)
+PayloadCodec::PayloadCodec(const std::string& name, const CodecConfig& cfg, std::vector<int64_t> tensors,
+                           double feedback_decay)
     : name_(name) {
   if (codec_is_uncompressed(name)) return;
   sparse_ = codec_is_sparse(name);
-  if (!sparse_ || cfg.topk_scope != "tensor") tensors.clear();
-  auto codec = make_codec(name, cfg.block, cfg.topk_density, /*index_bytes=*/4, std::move(tensors));
+  CodecSizing sizing;
+  sizing.block = cfg.block;
+  sizing.topk_density = cfg.topk_density;
+  sizing.index_bytes = 4;
+  sizing.chunk = cfg.chunk;
+  sizing.chunk_topk = cfg.chunk_topk;
+  // Sparse codecs select per tensor (the chunked ones: chunks never span two
+  // tensors) unless codec.topk_scope = global.
+  if (sparse_ && cfg.topk_scope == "tensor") sizing.topk_segments = std::move(tensors);
+  auto codec = make_codec(name, sizing);
   requantize_ = cfg.requantize_result && !sparse_;
-  if (sparse_ && cfg.error_feedback) {
-    feedback_ = std::make_unique<ErrorFeedback>(std::move(codec));
+  if (codec_needs_feedback(name) && cfg.error_feedback) {
+    feedback_ = std::make_unique<ErrorFeedback>(std::move(codec), feedback_decay);
   } else {
     codec_ = std::move(codec);
   }
@@ -25,12 +34,13 @@ double PayloadCodec::encode(at::Tensor& x) {
   if (!codec_ && !feedback_) return double(x.numel()) * double(x.element_size());
   Encoded e = feedback_ ? feedback_->round_trip(x) : codec_->round_trip(x);
   x.copy_(e.decoded);
+  wire_ = e.wire;
   return e.bytes;
 }
 
 void PayloadCodec::requantize(at::Tensor& x) {
   if (!requantize_) return;
-  x.copy_(codec_->round_trip(x).decoded);
+  x.copy_(active().round_trip(x).decoded);  // the codec itself, stateless: not through error feedback
 }
 
 namespace {
@@ -70,9 +80,16 @@ void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, con
     return;
   }
   std::vector<at::Tensor> all;
-  comm.all_gather(pack_sparse(x), all, tag);
+  const bool own_format = codec.wire().defined();
+  comm.all_gather(own_format ? codec.wire() : pack_sparse(x), all, tag);
   at::Tensor acc = at::zeros_like(x);
-  for (const auto& packed : all) add_sparse(acc, packed);  // rank order: reproducible
+  for (const auto& message : all) {  // rank order: reproducible
+    if (own_format) {
+      codec.add_wire(message, acc);
+    } else {
+      add_sparse(acc, message);
+    }
+  }
   x.copy_(acc.div_(double(comm.size())));
 }
 

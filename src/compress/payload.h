@@ -21,7 +21,9 @@
 // different entries, so a sparse payload is all-gathered as (int32 index,
 // fp32 value) pairs and summed in rank order, and the ledger counts what that
 // all-gather moves, (N - 1) * S per worker. No reduced result travels, so there is nothing to
-// re-quantize: each receiver sums exact fp32 values. (A sparse ring all-reduce
+// re-quantize: each receiver sums exact fp32 values. A codec with a wire
+// format (topk-chunk*, compress/chunk_topk.h) all-gathers its own message
+// instead, and each receiver decodes it. (A sparse ring all-reduce
 // would see its partial sums densify hop by hop; re-sparsifying them would
 // change the algorithm, not model its precision, so we do not.)
 #pragma once
@@ -41,9 +43,12 @@ namespace atl {
 class PayloadCodec {
  public:
   // `tensors`: numel of each tensor the flat payload concatenates, in order;
-  // topk with codec.topk_scope = tensor selects within each (empty: the payload
-  // is one tensor). Other codecs ignore it.
-  PayloadCodec(const std::string& name, const CodecConfig& cfg, std::vector<int64_t> tensors = {});
+  // sparse codecs (topk, topk-chunk*) with codec.topk_scope = tensor select
+  // within each (empty: the payload is one tensor). Other codecs
+  // ignore it. feedback_decay: error feedback's beta for a sparse codec with
+  // codec.error_feedback (1 = plain error feedback; SparseLoCo 0.95).
+  PayloadCodec(const std::string& name, const CodecConfig& cfg, std::vector<int64_t> tensors = {},
+               double feedback_decay = 1.0);
   // Replaces the 1-D payload x by its decoded form; returns the encoded bytes.
   double encode(at::Tensor& x);
   // The reduced result x as a low-precision ring delivers it: encoded and
@@ -53,6 +58,10 @@ class PayloadCodec {
   void requantize(at::Tensor& x);
   bool lossless() const { return codec_ == nullptr && feedback_ == nullptr; }
   bool sparse() const { return sparse_; }
+  // The last encode()'s message, for a codec with a wire format (else undefined).
+  const at::Tensor& wire() const { return wire_; }
+  // acc += what a peer's message decodes to (Codec::add_wire).
+  void add_wire(const at::Tensor& wire, at::Tensor& acc) const { active().add_wire(wire, acc); }
   const std::string& name() const { return name_; }
   // Checkpoints: the error-feedback residual (the only state a codec keeps).
   void visit_state(StateVisitor& v) {
@@ -63,8 +72,12 @@ class PayloadCodec {
   std::string name_;
   bool sparse_ = false;
   bool requantize_ = false;                  // codec.requantize_result, for a quantizing codec
-  std::unique_ptr<Codec> codec_;             // null for fp32 (and topk with error feedback)
-  std::unique_ptr<ErrorFeedback> feedback_;  // topk with codec.error_feedback
+  std::unique_ptr<Codec> codec_;             // null for fp32 (and a codec inside error feedback)
+  std::unique_ptr<ErrorFeedback> feedback_;  // a codec that needs it (CodecInfo::feedback), with codec.error_feedback
+  at::Tensor wire_;                          // the last message (codecs with a wire format)
+  // The codec itself (inside the error feedback, if any).
+  const Codec& active() const { return feedback_ ? feedback_->codec() : *codec_; }
+  Codec& active() { return feedback_ ? feedback_->codec() : *codec_; }
 };
 
 // x <- mean over workers of every worker's decoded x (blocking), re-quantized

@@ -89,6 +89,9 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
                        "config required); auto: when possible, else start again")),
       field("run.stop_at", c.run.stop_at,
             "stop after this step as on SIGTERM: checkpoint and exit, to resume later (0 = run to the end)"),
+      field("run.divergence_check", c.run.divergence_check,
+            "auto (real runs) | on | off: after each sync the ranks compare a SHA-256 of each of theta_g's tensors "
+            "and stop at a mismatch, naming step and tensor"),
 
       field("data.dataset", c.data.dataset,
             "brown | text | bin | mnist | npy (text: a folder made by `atoll prepare`, tokenizer chosen there; "
@@ -119,7 +122,8 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("model.reinit", c.model.reinit,
             "torchscript: redraw the saved weights from run.seed (matrices uniform +-1/sqrt(fan_in), vectors kept)"),
 
-      field("optim.name", c.optim.name, "adamw | sgd: inner optimizer"),
+      field("optim.name", c.optim.name,
+            "adamw | muon (MuLoCo: Muon for matrices, AdamW for the rest) | sgd: inner optimizer"),
       field("optim.lr", c.optim.lr, "inner AdamW peak learning rate lr_in"),
       field("optim.min_lr", c.optim.min_lr, "learning rate at the end of the cosine decay"),
       field("optim.warmup_steps", c.optim.warmup_steps, "linear warm-up steps"),
@@ -128,6 +132,11 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("optim.weight_decay", c.optim.weight_decay, "AdamW decoupled weight decay (matrices only)"),
       field("optim.grad_clip", c.optim.grad_clip, "global gradient-norm clip (0 = off)"),
       field("optim.schedule", c.optim.schedule, "cosine | constant (after warm-up)"),
+      field("optim.muon_momentum", c.optim.muon_momentum, "mu: Muon's momentum (Muon 0.95)"),
+      field("optim.muon_nesterov", c.optim.muon_nesterov, "Muon's Nesterov momentum (Muon: true)"),
+      field("optim.muon_ns_steps", c.optim.muon_ns_steps, "Newton-Schulz iterations of Muon's orthogonalisation (5)"),
+      field("optim.muon_exclude", c.optim.muon_exclude,
+            "regular expression over parameter names: matching matrices stay on AdamW (embeddings, output head)"),
 
       field("train.steps", c.train.steps, "inner steps per worker"),
       field("train.batch_size", c.train.batch_size, "sequences (images) per worker per step"),
@@ -192,11 +201,17 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
 
       field("codec.block", c.codec.block, "elements per fp32 scale in the int8 and fp4 codecs"),
       field("codec.topk_density", c.codec.topk_density, "fraction of entries the topk codec keeps"),
-      field("codec.error_feedback", c.codec.error_feedback, "topk codec: add what was not sent to the next payload"),
+      field("codec.error_feedback", c.codec.error_feedback,
+            "codecs that need it (topk, topk-chunk*, 2bit): add what was not sent to the next payload"),
       field("codec.requantize_result", c.codec.requantize_result,
             "fp16/bf16/int8/fp4: re-encode the reduced mean as a low-precision ring delivers it (false: exact sum)"),
       field("codec.topk_scope", c.codec.topk_scope,
-            "tensor (k largest of each tensor, DiLoCo's ablation) | global (k largest of the whole payload)"),
+            "tensor (k largest of each tensor, DiLoCo's ablation; topk-chunk*: chunks within each tensor) | global (of "
+            "the whole flat payload)"),
+      field("codec.chunk", c.codec.chunk,
+            "C: topk-chunk codecs cut each tensor into chunks of C entries (SparseLoCo 4096)"),
+      field("codec.chunk_topk", c.codec.chunk_topk,
+            "k: topk-chunk codecs send the k largest |x| of each full chunk (SparseLoCo 64 = 1.56%)"),
 
       field("palsgd.p", c.palsgd.p, "p: probability of a pseudo-synchronisation step (paper 0.2)"),
       field("palsgd.eta", c.palsgd.eta, "eta: pull toward the stored global model (paper 1)"),
@@ -226,6 +241,14 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("streaming.overlap", c.streaming.overlap, "tau: inner steps a fragment's sync overlaps (paper 1)"),
       field("streaming.alpha", c.streaming.alpha, "alpha: merge weight of the local values (paper 0.5)"),
       field("streaming.codec", c.streaming.codec, "outer-gradient codec (paper fp4): {codecs}"),
+
+      field("sparseloco.outer_lr", c.sparseloco.outer_lr,
+            "lr_out: outer learning rate; no outer momentum (SparseLoCo's run 1.0)"),
+      field("sparseloco.error_decay", c.sparseloco.error_decay,
+            "beta: error-feedback decay, e <- beta * e + Delta before top-k (paper 0.95)"),
+      field("sparseloco.codec", c.sparseloco.codec,
+            "topk-chunk-2bit (paper: k of each C-entry chunk in 2 bits, codec.chunk_topk / codec.chunk) | "
+            "topk-chunk (fp32 values)"),
 
       field("sparta.p", c.sparta.p, "p: fraction of parameters averaged per exchange (paper 0.005)"),
       field("sparta.selector", c.sparta.selector,
@@ -288,6 +311,8 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "q: probability that a worker's pseudo-gradient is lost at a sync (DiLoCo's async ablation)"),
       field("faults.corrupt", c.faults.corrupt,
             "workers sending corrupt pseudo-gradients, 'worker@from-to:kind' (kind nan | inf | scale)"),
+      field("faults.perturb_global", c.faults.perturb_global,
+            "'worker@step[:tensor]': that worker adds 1e-3 to its theta_g after step (tests the divergence check)"),
       field("faults.speed_schedule", c.faults.speed_schedule,
             "stragglers over time, 'step:worker=factor' list (e.g. 0:1=3, 500:1=1)"),
   };

@@ -90,6 +90,23 @@ FlatConfig parse_flat_lines(const std::string& text) {
   return out;
 }
 
+FlatConfig with_keys_added_later(FlatConfig done) {
+  // Added with SparseLoCo, MuLoCo and the divergence check (stop 46): the chunked
+  // codecs' knobs and [sparseloco] only act when their codec or method is
+  // chosen; faults.perturb_global is empty by default; run.divergence_check
+  // = auto checks only real runs, and runs were compared and reused only
+  // as simulations.
+  // Muon's knobs (optim.muon_*) act only with optim.name = muon.
+  static const char* const kAdded[] = {
+      "codec.chunk",         "codec.chunk_topk",      "sparseloco.outer_lr",  "sparseloco.error_decay",
+      "sparseloco.codec",    "faults.perturb_global", "run.divergence_check", "optim.muon_momentum",
+      "optim.muon_nesterov", "optim.muon_ns_steps",   "optim.muon_exclude"};
+  static const FlatConfig defaults = flatten(Config{});
+  for (const char* key : kAdded)
+    if (!done.count(key)) done.emplace(key, defaults.at(key));
+  return done;
+}
+
 bool is_computation_key(const std::string& key) {
   return !(key == "run.name" || key == "run.out_dir" || key == "run.overwrite" || key == "run.progress" ||
            key == "run.threads" || key == "run.resume");

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@ void validate_training(const Config& c, std::vector<std::string>& e) {
   p.need(c.run.keep_checkpoints >= 1, "run.keep_checkpoints must be >= 1");
   p.need(c.run.stop_at >= 0 && c.run.stop_at < std::max<int64_t>(c.train.steps, 1),
          "run.stop_at must be in [0, train.steps) (0 = run to the end)");
+  p.enum_check("run.divergence_check", c.run.divergence_check, {"auto", "on", "off"});
   p.enum_check("run.resume", c.run.resume, {"false", "true", "auto"});
   p.need(!(c.run.resume == "true" && c.run.overwrite),
          "run.resume and run.overwrite exclude each other: resume continues "
@@ -80,7 +82,15 @@ void validate_training(const Config& c, std::vector<std::string>& e) {
   p.need(c.model.block_size >= 1, "model.block_size must be >= 1");
   p.need(c.model.dropout >= 0 && c.model.dropout < 1, "model.dropout must be in [0, 1)");
   p.need(c.model.mlp_hidden >= 1, "model.mlp_hidden must be >= 1");
-  p.enum_check("optim.name", c.optim.name, {"adamw", "sgd"});
+  p.enum_check("optim.name", c.optim.name, {"adamw", "muon", "sgd"});
+  p.need(c.optim.muon_momentum >= 0 && c.optim.muon_momentum < 1, "optim.muon_momentum (mu) must be in [0, 1)");
+  p.need(c.optim.muon_ns_steps >= 1 && c.optim.muon_ns_steps <= 100, "optim.muon_ns_steps must be in 1..100");
+  try {
+    const std::regex re(c.optim.muon_exclude);
+    (void)re;
+  } catch (const std::regex_error& ex) {
+    p.need(false, "optim.muon_exclude is not a valid regular expression (ECMAScript): " + std::string(ex.what()));
+  }
   p.need(c.optim.lr > 0 && std::isfinite(c.optim.lr), "optim.lr must be > 0");
   p.need(c.optim.min_lr >= 0 && c.optim.min_lr <= c.optim.lr, "optim.min_lr must be in [0, optim.lr]");
   p.need(c.optim.warmup_steps >= 0, "optim.warmup_steps must be >= 0");
@@ -135,6 +145,17 @@ void validate_faults(const Config& c, int64_t warmup, std::vector<std::string>& 
   };
   check_windows("faults.absent", c.faults.absent, false);
   check_windows("faults.corrupt", c.faults.corrupt, true);
+  try {
+    for (const auto& s : parse_perturbations(c.faults.perturb_global)) {
+      p.need(s.worker < c.strategy.workers,
+             "faults.perturb_global: worker " + std::to_string(s.worker) +
+                 " does not exist (strategy.workers = " + std::to_string(c.strategy.workers) + ")");
+      p.need(s.step >= 1 && s.step <= c.train.steps,
+             "faults.perturb_global: step " + std::to_string(s.step) + " is not in [1, train.steps]");
+    }
+  } catch (const std::invalid_argument& ex) {
+    e.push_back(ex.what());
+  }
   try {
     for (const auto& s : parse_speed_schedule(c.faults.speed_schedule))
       p.need(s.worker < c.strategy.workers,
@@ -201,6 +222,26 @@ std::vector<FaultWindow> parse_fault_windows(const std::string& text, const std:
     w.to = to.empty() ? -1 : parse_count(to, form);
     if (w.to >= 0 && w.to <= w.from) throw std::invalid_argument(form + "; 'to' must be after 'from'");
     out.push_back(w);
+  }
+  return out;
+}
+
+std::vector<Perturbation> parse_perturbations(const std::string& text) {
+  const std::string form = "faults.perturb_global = '" + text +
+                           "': expected a comma list of 'worker@step' or 'worker@step:tensor', e.g. '1@40' or "
+                           "'1@40:h0.c_fc.weight'";
+  std::vector<Perturbation> out;
+  for (const std::string& item : split_list(text)) {
+    const size_t at = item.find('@'), colon = item.find(':');
+    if (at == std::string::npos || (colon != std::string::npos && colon < at)) throw std::invalid_argument(form);
+    Perturbation p;
+    p.worker = parse_count(item.substr(0, at), form);
+    p.step = parse_count(item.substr(at + 1, colon == std::string::npos ? std::string::npos : colon - at - 1), form);
+    if (colon != std::string::npos) {
+      p.tensor = item.substr(colon + 1);
+      if (p.tensor.empty()) throw std::invalid_argument(form);
+    }
+    out.push_back(p);
   }
   return out;
 }

@@ -163,6 +163,8 @@ double payload_bytes(const CostQuery& q, double elements) {
   CodecSizing sizing;
   sizing.block = q.codec_settings.block;
   sizing.topk_density = q.codec_settings.topk_density;
+  sizing.chunk = q.codec_settings.chunk;
+  sizing.chunk_topk = q.codec_settings.chunk_topk;
   return codec_encoded_bytes(q.codec, static_cast<int64_t>(std::llround(elements)), sizing);
 }
 

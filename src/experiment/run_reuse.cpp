@@ -22,8 +22,8 @@ FinishedRunIndex::FinishedRunIndex(const fs::path& root, const fs::path& own_swe
       const fs::path config = run.path() / "config.toml";
       if (!fs::is_regular_file(run.path() / "summary.json") || !fs::is_regular_file(config)) continue;
       try {
-        FlatConfig keys =
-            only_keys(flatten_toml(read_file_bytes(config.string()), config.string()), is_computation_key);
+        FlatConfig keys = only_keys(
+            with_keys_added_later(flatten_toml(read_file_bytes(config.string()), config.string())), is_computation_key);
         runs_.emplace(std::move(keys), run.path());  // the first of several equal runs is kept
       } catch (const std::exception&) {
         // Not a run this version of atoll can read: not a twin.

@@ -141,7 +141,7 @@ RunData parse_run(const std::string& dir_text, const std::string& summary_text, 
   if (run.bytes_sent_total <= 0) run.bytes_sent_total = run.bytes_sent_per_worker * static_cast<double>(run.workers);
   const fs::path config_path = dir / "config.toml";
   if (!config_text) throw std::runtime_error("'" + dir_text + "' has no config.toml");
-  run.config = only_keys(flatten_toml(*config_text, config_path.string()), is_computation_key);
+  run.config = only_keys(with_keys_added_later(flatten_toml(*config_text, config_path.string())), is_computation_key);
   if (!task_recorded) run.task = task_from_config(run.config);
   return run;
 }

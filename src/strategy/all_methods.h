@@ -8,5 +8,6 @@
 #include "strategy/diloco.h"
 #include "strategy/noloco.h"
 #include "strategy/palsgd.h"
+#include "strategy/sparseloco.h"
 #include "strategy/sparta.h"
 #include "strategy/streaming.h"

@@ -4,7 +4,8 @@
 
 namespace atl {
 
-SingleStrategy::SingleStrategy(const Config& cfg, std::vector<at::Tensor> params) : inner_(cfg.optim, params) {}
+SingleStrategy::SingleStrategy(const Config& cfg, std::vector<at::Tensor> params, const std::vector<std::string>& names)
+    : inner_(cfg.optim, params, names) {}
 
 void SingleStrategy::step(int64_t, double lr) { inner_.step(lr); }
 
@@ -39,8 +40,9 @@ void GradientAverager::average(const std::vector<at::Tensor>& params, Communicat
   assign_grads(grads, params);
 }
 
-DdpStrategy::DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
-    : params_(params), comm_(comm), inner_(cfg.optim, params), grads_(cfg, params, cfg.ddp.codec) {}
+DdpStrategy::DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                         const std::vector<std::string>& names)
+    : params_(params), comm_(comm), inner_(cfg.optim, params, names), grads_(cfg, params, cfg.ddp.codec) {}
 
 void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, GradientAverager& grads, InnerOptimizer& inner,
               double lr) {
@@ -50,10 +52,11 @@ void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, Gradien
 
 void DdpStrategy::step(int64_t, double lr) { ddp_step(params_, comm_, grads_, inner_, lr); }
 
-LocalSgdStrategy::LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
+LocalSgdStrategy::LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                                   const std::vector<std::string>& names)
     : params_(params),
       comm_(comm),
-      inner_(cfg.optim, params),
+      inner_(cfg.optim, params, names),
       mixer_(parse_topology(cfg.strategy.topology), comm, static_cast<uint64_t>(cfg.run.seed)),
       inner_steps_(cfg.diloco.inner_steps) {}
 

@@ -29,7 +29,7 @@ void validate_ddp(const Config& cfg, std::vector<std::string>& errors);
 
 class SingleStrategy : public Strategy {
  public:
-  SingleStrategy(const Config& cfg, std::vector<at::Tensor> params);
+  SingleStrategy(const Config& cfg, std::vector<at::Tensor> params, const std::vector<std::string>& names = {});
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
 
@@ -71,7 +71,8 @@ void ddp_step(const std::vector<at::Tensor>& params, Communicator& comm, Gradien
 
 class DdpStrategy : public Strategy {
  public:
-  DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  DdpStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+              const std::vector<std::string>& names = {});
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
 
@@ -84,7 +85,8 @@ class DdpStrategy : public Strategy {
 
 class LocalSgdStrategy : public Strategy {
  public:
-  LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  LocalSgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                   const std::vector<std::string>& names = {});
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
 

@@ -9,11 +9,12 @@
 
 namespace atl {
 
-OuterSync::OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
+OuterSync::OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                     double feedback_decay)
     : params_(std::move(params)),
       comm_(comm),
       cfg_(outer),
-      codec_(outer.codec, cfg.codec, numels_of(params_)),
+      codec_(outer.codec, cfg.codec, numels_of(params_), feedback_decay),
       faults_(cfg) {
   global_ = flatten_values(params_);
   momentum_ = at::zeros_like(global_);
@@ -169,9 +170,15 @@ void OuterSync::visit_state(StateVisitor& v) {
   codec_.visit_state(v);
 }
 
-DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
-    : inner_(cfg.optim, params),
-      outer_(cfg.diloco, cfg, params, comm),
+DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                               const std::vector<std::string>& names)
+    : DiLoCoStrategy(cfg, cfg.diloco, 1.0, std::move(params), comm, names) {}
+
+DiLoCoStrategy::DiLoCoStrategy(const Config& cfg, const DiLoCoConfig& outer, double feedback_decay,
+                               std::vector<at::Tensor> params, Communicator& comm,
+                               const std::vector<std::string>& names)
+    : inner_(cfg.optim, params, names),
+      outer_(outer, cfg, params, comm, feedback_decay),
       warmup_(DdpWarmup::of_diloco(cfg, params, comm, inner_, outer_.global_params())),
       inner_steps_(cfg.diloco.inner_steps) {}
 

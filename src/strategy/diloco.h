@@ -49,8 +49,10 @@ inline int64_t next_round_end(int64_t t, int64_t from, int64_t h) {
 class OuterSync {
  public:
   // `lr_out`, `mu`, `nesterov`, the codec and the aggregator from `outer`;
-  // codec settings, [faults] and the seed from `cfg`.
-  OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  // codec settings, [faults] and the seed from `cfg`; feedback_decay: the
+  // codec's error-feedback beta (PayloadCodec).
+  OuterSync(const DiLoCoConfig& outer, const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+            double feedback_decay = 1.0);
   // Combines the pseudo-gradients of the sync after step t, steps theta_g,
   // resets the worker to it.
   //
@@ -102,7 +104,12 @@ class OuterSync {
 
 class DiLoCoStrategy : public Strategy {
  public:
-  DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  DiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                 const std::vector<std::string>& names = {});
+  // DiLoCo with another outer step (SparseLoCo): `outer` in place of
+  // cfg.diloco's outer settings, feedback_decay as OuterSync's.
+  DiLoCoStrategy(const Config& cfg, const DiLoCoConfig& outer, double feedback_decay, std::vector<at::Tensor> params,
+                 Communicator& comm, const std::vector<std::string>& names = {});
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }

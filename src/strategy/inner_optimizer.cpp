@@ -6,7 +6,9 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -17,7 +19,31 @@ void clip_gradients(const std::vector<at::Tensor>& params, double max_norm) {
   if (max_norm > 0) torch::nn::utils::clip_grad_norm_(params, max_norm);
 }
 
-InnerOptimizer::InnerOptimizer(const OptimConfig& cfg, const std::vector<at::Tensor>& params)
+std::vector<bool> muon_parameters(const OptimConfig& cfg, const std::vector<at::Tensor>& params,
+                                  const std::vector<std::string>& names) {
+  std::vector<bool> out(params.size(), false);
+  if (cfg.name != "muon") return out;
+  const std::regex exclude(cfg.muon_exclude);
+  for (size_t i = 0; i < params.size(); ++i)
+    out[i] = params[i].dim() >= 2 && !(i < names.size() && std::regex_search(names[i], exclude));
+  return out;
+}
+
+double inner_step_flops(const OptimConfig& cfg, const std::vector<at::Tensor>& params,
+                        const std::vector<std::string>& names) {
+  const std::vector<bool> muon = muon_parameters(cfg, params, names);
+  double flops = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!muon[i]) continue;
+    const double rows = double(params[i].size(0)), cols = double(params[i].numel()) / rows;
+    const double m = std::min(rows, cols), n = std::max(rows, cols);
+    flops += double(cfg.muon_ns_steps) * (4 * m * m * n + 2 * m * m * m);
+  }
+  return flops;
+}
+
+InnerOptimizer::InnerOptimizer(const OptimConfig& cfg, const std::vector<at::Tensor>& params,
+                               const std::vector<std::string>& names)
     : cfg_(cfg), params_(params) {
   if (cfg.name == "sgd") {
     sgd_ = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(cfg.lr));
@@ -46,6 +72,7 @@ InnerOptimizer::InnerOptimizer(const OptimConfig& cfg, const std::vector<at::Ten
     decays_.push_back(p.dim() >= 2);
     offset += p.numel();
   }
+  muon_ = muon_parameters(cfg, params, names);
   steps_.assign(params.size(), 0);
 }
 
@@ -100,7 +127,9 @@ void InnerOptimizer::step(double lr) {
   }
   bool uniform = all;
   for (int64_t s : steps_) uniform = uniform && s == steps_.front();
-  if (uniform) {
+  if (cfg_.name == "muon") {
+    muon_step(lr);
+  } else if (uniform) {
     adamw_flat(lr);
   } else {
     adamw_each(lr);
@@ -133,18 +162,61 @@ void InnerOptimizer::adamw_flat(double lr) {
 }
 
 void InnerOptimizer::adamw_each(double lr) {
+  for (size_t i = 0; i < params_.size(); ++i) adamw_param(i, lr);
+}
+
+void InnerOptimizer::adamw_param(size_t i, double lr) {
+  at::Tensor p = params_[i];
+  if (!p.grad().defined()) return;  // LibTorch skips it, its step count too
+  const at::Tensor& g = p.grad();
+  const int64_t t = ++steps_[i];
+  if (cfg_.weight_decay != 0 && decays_[i]) p.mul_(1 - lr * cfg_.weight_decay);
+  const double bias1 = 1 - std::pow(cfg_.beta1, double(t)), bias2 = 1 - std::pow(cfg_.beta2, double(t));
+  exp_avg_views_[i].mul_(cfg_.beta1).add_(g, 1 - cfg_.beta1);
+  exp_avg_sq_views_[i].mul_(cfg_.beta2).addcmul_(g, g, 1 - cfg_.beta2);
+  at::sqrt_out(denom_views_[i], exp_avg_sq_views_[i]);
+  denom_views_[i].div_(std::sqrt(bias2)).add_(1e-8);
+  p.addcdiv_(exp_avg_views_[i], denom_views_[i], -lr / bias1);
+}
+
+namespace {
+
+// Muon's quintic Newton-Schulz iteration towards the orthogonal factor of
+// g (a matrix), as inner_optimizer.h writes it.
+at::Tensor newton_schulz(const at::Tensor& g, int64_t steps) {
+  constexpr double a = 3.4445, b = -4.7750, c = 2.0315;
+  at::Tensor x = g / (g.norm() + 1e-7);
+  const bool tall = x.size(0) > x.size(1);
+  if (tall) x = x.t();
+  for (int64_t k = 0; k < steps; ++k) {
+    const at::Tensor s = x.mm(x.t());
+    const at::Tensor poly = s * b + s.mm(s) * c;
+    x = x * a + poly.mm(x);
+  }
+  return tall ? x.t() : x;
+}
+
+}  // namespace
+
+void InnerOptimizer::muon_step(double lr) {
+  const double mu = cfg_.muon_momentum;
   for (size_t i = 0; i < params_.size(); ++i) {
+    if (!muon_[i]) {
+      adamw_param(i, lr);
+      continue;
+    }
     at::Tensor p = params_[i];
-    if (!p.grad().defined()) continue;  // LibTorch skips it, its step count too
+    if (!p.grad().defined()) continue;
+    ++steps_[i];
     const at::Tensor& g = p.grad();
-    const int64_t t = ++steps_[i];
-    if (cfg_.weight_decay != 0 && decays_[i]) p.mul_(1 - lr * cfg_.weight_decay);
-    const double bias1 = 1 - std::pow(cfg_.beta1, double(t)), bias2 = 1 - std::pow(cfg_.beta2, double(t));
-    exp_avg_views_[i].mul_(cfg_.beta1).add_(g, 1 - cfg_.beta1);
-    exp_avg_sq_views_[i].mul_(cfg_.beta2).addcmul_(g, g, 1 - cfg_.beta2);
-    at::sqrt_out(denom_views_[i], exp_avg_sq_views_[i]);
-    denom_views_[i].div_(std::sqrt(bias2)).add_(1e-8);
-    p.addcdiv_(exp_avg_views_[i], denom_views_[i], -lr / bias1);
+    at::Tensor& m = exp_avg_views_[i];  // Muon's momentum
+    m.mul_(mu).add_(g);
+    const at::Tensor u = cfg_.muon_nesterov ? g.add(m, mu) : m;
+    const at::Tensor matrix = u.reshape({u.size(0), -1});
+    const at::Tensor o = newton_schulz(matrix, cfg_.muon_ns_steps);
+    const double scale = 0.2 * std::sqrt(double(std::max(matrix.size(0), matrix.size(1))));
+    if (cfg_.weight_decay != 0) p.mul_(1 - lr * cfg_.weight_decay);  // Muon's parameters are matrices
+    p.add_(o.view(p.sizes()), -lr * scale);
   }
 }
 

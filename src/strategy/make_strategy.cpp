@@ -22,8 +22,8 @@ std::unique_ptr<Strategy> make(const Config& cfg, std::vector<at::Tensor> params
     (void)names;
     return std::make_unique<T>(cfg, std::move(params), comm);
   } else {
-    (void)comm, (void)names;
-    return std::make_unique<T>(cfg, std::move(params));
+    (void)comm;
+    return std::make_unique<T>(cfg, std::move(params), names);
   }
 }
 

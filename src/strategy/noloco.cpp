@@ -6,9 +6,10 @@
 
 namespace atl {
 
-NoLoCoStrategy::NoLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
+NoLoCoStrategy::NoLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                               const std::vector<std::string>& names)
     : params_(params),
-      inner_(cfg.optim, params),
+      inner_(cfg.optim, params, names),
       cfg_(cfg.noloco),
       mixer_(Topology::Gossip, comm, static_cast<uint64_t>(cfg.run.seed), cfg.noloco.group_size) {
   phi_ = flatten_values(params_);

@@ -25,7 +25,8 @@ void validate_noloco(const Config& cfg, std::vector<std::string>& errors);
 
 class NoLoCoStrategy : public Strategy {
  public:
-  NoLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  NoLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                 const std::vector<std::string>& names = {});
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
 

@@ -23,7 +23,8 @@ DiLoCoConfig outer_config(const PalsgdConfig& p, const DiLoCoConfig& robust) {
 
 }  // namespace
 
-PalsgdStrategy::PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
+PalsgdStrategy::PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                               const std::vector<std::string>& names)
     : params_(params),
       cfg_(cfg.palsgd),
       // private: (run seed, worker), each worker flips its own coins; shared:
@@ -31,7 +32,7 @@ PalsgdStrategy::PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params
       // workers skip the same steps (0 is no worker's rank + 1).
       coin_seed_(mix_seed(static_cast<uint64_t>(cfg.run.seed),
                           cfg.palsgd.coins == "shared" ? 0 : static_cast<uint64_t>(comm.rank()) + 1, 0x9a15)),
-      inner_(cfg.optim, params),
+      inner_(cfg.optim, params, names),
       outer_(outer_config(cfg.palsgd, cfg.diloco), cfg, params, comm),
       warmup_(cfg, cfg.palsgd.ddp_warmup_steps, /*average_gradients=*/true, params, comm, inner_,
               outer_.global_params()) {}

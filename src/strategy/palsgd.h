@@ -34,7 +34,8 @@ void validate_palsgd(const Config& cfg, std::vector<std::string>& errors);
 
 class PalsgdStrategy : public Strategy {
  public:
-  PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  PalsgdStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                 const std::vector<std::string>& names = {});
   // No gradient on a pseudo-synchronisation step, nor while away (faults.absent).
   bool needs_gradient(int64_t t) const override { return !pseudo_sync(t) && (warmup_.covers(t) || !outer_.absent(t)); }
   std::vector<StrategyEvent> take_events() override { return outer_.take_events(); }

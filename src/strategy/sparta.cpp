@@ -283,16 +283,18 @@ void SparseAverager::visit_state(StateVisitor& v) {
   codec_.visit_state(v);
 }
 
-SpartaStrategy::SpartaStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
-    : inner_(cfg.optim, params), sparse_(cfg, params, comm) {}
+SpartaStrategy::SpartaStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                               const std::vector<std::string>& names)
+    : inner_(cfg.optim, params, names), sparse_(cfg, params, comm) {}
 
 void SpartaStrategy::step(int64_t t, double lr) {
   inner_.step(lr);
   sparse_.after_step(t);
 }
 
-SpartaDiLoCoStrategy::SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm)
-    : inner_(cfg.optim, params),
+SpartaDiLoCoStrategy::SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                                           const std::vector<std::string>& names)
+    : inner_(cfg.optim, params, names),
       sparse_(cfg, params, comm),
       outer_(cfg.diloco, cfg, params, comm),
       warmup_(DdpWarmup::of_diloco(cfg, params, comm, inner_, outer_.global_params())),

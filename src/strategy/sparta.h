@@ -113,7 +113,8 @@ class SparseAverager {
 
 class SpartaStrategy : public Strategy {
  public:
-  SpartaStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  SpartaStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                 const std::vector<std::string>& names = {});
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
   std::map<std::string, double> stats() const override { return sparse_.stats(); }
@@ -125,7 +126,8 @@ class SpartaStrategy : public Strategy {
 
 class SpartaDiLoCoStrategy : public Strategy {
  public:
-  SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm);
+  SpartaDiLoCoStrategy(const Config& cfg, std::vector<at::Tensor> params, Communicator& comm,
+                       const std::vector<std::string>& names = {});
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return outer_.global_params(); }

@@ -66,11 +66,12 @@ void validate_sparta(const Config& c, std::vector<std::string>& errors) {
                             "; lower sparta.p, raise sparta.p_min_factor or shorten optim.warmup_steps");
   }
   // The exchanged entries change every time, so a payload must keep every
-  // entry's position: no sparse codec.
+  // entry's position (no sparse codec) and has no residual to carry to the
+  // next one (no codec that needs error feedback).
   const CodecInfo* codec = find_codec(c.sparta.codec);  // unknown: reported by sparta.codec's own check
-  p.need(!codec || !codec->sparse, "sparta.codec = '" + c.sparta.codec +
-                                       "' is not supported (the selected entries change every exchange); use " +
-                                       dense_codec_choices());
+  p.need(!codec || (!codec->sparse && !codec->feedback),
+         "sparta.codec = '" + c.sparta.codec + "' is not supported (the selected entries change every exchange); use " +
+             dense_codec_choices());
 }
 
 }  // namespace atl

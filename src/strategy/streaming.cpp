@@ -68,7 +68,7 @@ StreamingDiLoCoStrategy::StreamingDiLoCoStrategy(const Config& cfg, std::vector<
                                                  const std::vector<std::string>& names)
     : params_(params),
       comm_(comm),
-      inner_(cfg.optim, params),
+      inner_(cfg.optim, params, names),
       outer_(cfg.diloco),
       cfg_(cfg.streaming),
       global_(copies_of(params)),

@@ -151,6 +151,9 @@ void validate_strategy(const Config& c, std::vector<std::string>& e) {
   p.need(!sync_faults || !diloco_codec || !diloco_codec->sparse,
          "faults and robust aggregation need a dense diloco.codec (fp32 | fp16 | bf16 | int8 | fp4), not " +
              c.diloco.codec);
+  p.need(c.faults.perturb_global.empty() || has(c.strategy.name, kGlobalModel),
+         "faults.perturb_global changes a worker's theta_g: use it with strategy.name = " +
+             join_choices(names_with(kGlobalModel)));
   p.need(c.faults.absent.empty() || has(c.strategy.name, kAbsence),
          "faults.absent needs strategy.name = " + join_choices(names_with(kAbsence)) +
              " (a SPARTA exchange would mix an absent worker's stale values)");

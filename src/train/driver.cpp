@@ -16,8 +16,10 @@
 #include "model/precision.h"
 #include "net/devices.h"
 #include "strategy/baselines.h"
+#include "strategy/inner_optimizer.h"
 #include "train/checkpoint.h"
 #include "train/data_source.h"
+#include "train/divergence_check.h"
 #include "train/gradients.h"
 #include "train/observer.h"
 #include "train/rendezvous.h"
@@ -75,7 +77,11 @@ class Driver {
       // The observer's figure (counted once per process for a TorchScript
       // module), per token times a step's tokens, as the start event reports it.
       const double tokens = double(cfg.train.batch_size * slots_[0].model->tokens_per_example());
-      modelled_step_ = observer_.model_flops().per_token * tokens / modelled_rate_;
+      // With Muon, its Newton-Schulz products too (inner_step_flops).
+      std::vector<std::string> names;
+      for (const auto& item : slots_[0].model->named_parameters()) names.push_back(item.key());
+      const double optimizer = inner_step_flops(cfg.optim, slots_[0].params, names);
+      modelled_step_ = (observer_.model_flops().per_token * tokens + optimizer) / modelled_rate_;
     }
     trajectory_ = trajectory_config(cfg);
     if (resuming() && cluster.is_leader()) {
@@ -167,6 +173,7 @@ class Driver {
     std::vector<std::string> names;
     for (const auto& item : slot.model->named_parameters()) names.push_back(item.key());
     auto strategy = make_strategy(strategy_cfg_, slot.params, comm, names);
+    DivergenceCheck divergence(cfg_, names, w, cluster_.real());
     slot.global = strategy->global_params();
     slot.strategy = strategy.get();
     slot.stream = stream.get();
@@ -196,6 +203,7 @@ class Driver {
       if (!strategy->needs_gradient(t)) {
         // No batch drawn, no compute charged: only the strategy's own update.
         strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
+        after_update(divergence, comm, *strategy, t);
         charge_extra(slot, *strategy, t, flops_mode);
         slot.compute_wall += wall_compute(wall0, comm0);
         if (observe_at(t + 1, *strategy)) break;
@@ -216,6 +224,7 @@ class Driver {
       // the island's links, before the method's step between islands.
       if (island_grads) island_grads->average(slot.params, *slot.island_comm);
       strategy->step(t, learning_rate(cfg_.optim, t, cfg_.train.steps));
+      after_update(divergence, comm, *strategy, t);
       if (flops_mode) {
         charge_extra(slot, *strategy, t, flops_mode);
       } else {
@@ -234,6 +243,13 @@ class Driver {
     slot.strategy = nullptr;  // the objects die with this frame
     slot.stream = nullptr;
     slot.island_grads = nullptr;
+  }
+
+  // The divergence check (and its test fault) after the update of step t:
+  // compares theta_g when step t ended with a sync.
+  static void after_update(DivergenceCheck& check, Communicator& comm, Strategy& strategy, int64_t t) {
+    const bool synced = t >= strategy.local_start_step() && strategy.next_sync_step(t) == t;
+    check.after_update(comm, strategy.global_params(), synced, t);
   }
 
   // The modelled clock charges the method's own work of step t (its FLOPs

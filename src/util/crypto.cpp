@@ -47,6 +47,18 @@ Bytes hmac_sha256(const Bytes& key, std::initializer_list<std::string_view> part
   return out;
 }
 
+Bytes sha256(std::initializer_list<std::string_view> parts) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!ctx) openssl_failed("EVP_MD_CTX_new");
+  if (EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) openssl_failed("EVP_DigestInit_ex");
+  for (std::string_view p : parts)
+    if (EVP_DigestUpdate(ctx.get(), p.data(), p.size()) != 1) openssl_failed("EVP_DigestUpdate");
+  Bytes out(kSha256Bytes);
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), out.data(), &len) != 1 || len != kSha256Bytes) openssl_failed("EVP_DigestFinal_ex");
+  return out;
+}
+
 Bytes random_bytes(size_t n) {
   Bytes out(n);
   if (n > 0 && RAND_bytes(out.data(), static_cast<int>(n)) != 1) openssl_failed("RAND_bytes");

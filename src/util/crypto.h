@@ -17,9 +17,12 @@ namespace atl {
 using Bytes = std::vector<uint8_t>;
 
 constexpr size_t kHmacBytes = 32;  // HMAC-SHA256
+constexpr size_t kSha256Bytes = 32;
 
 // HMAC-SHA256 under `key` of the concatenation of `parts`.
 Bytes hmac_sha256(const Bytes& key, std::initializer_list<std::string_view> parts);
+// SHA-256 of the concatenation of `parts`.
+Bytes sha256(std::initializer_list<std::string_view> parts);
 // `n` bytes from OpenSSL's CSPRNG (seeded by the OS); throws if it fails.
 Bytes random_bytes(size_t n);
 // a == b, in time independent of their contents (CRYPTO_memcmp); false when
