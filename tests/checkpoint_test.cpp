@@ -67,6 +67,9 @@ Config resume_config(const std::string& param, const std::string& out_dir) {
   cfg.palsgd.inner_steps = 4;
   cfg.palsgd.ddp_warmup_steps = 2;
   cfg.noloco.inner_steps = 4;
+  cfg.desloc.param_period = 4;  // moments averaged after steps 8 and 16 (first), 12 and 24 (second)
+  cfg.desloc.first_moment_factor = 2;
+  cfg.desloc.second_moment_factor = 3;
   cfg.strategy.correlation_every = 6;
   if (strategy == "streaming") cfg.model.n_layer = 2;  // two fragments, one in flight at the stop
   if (strategy == "ddp") {

@@ -44,8 +44,8 @@ std::vector<std::string> tiny_overrides(const std::string& strategy, const std::
       "model.block_size=16", "optim.warmup_steps=2", "train.steps=12", "train.batch_size=4", "train.eval_every=6",
       "train.eval_batches=2", "train.log_every=3", "strategy.name=" + strategy, "strategy.workers=2",
       "strategy.correlation_every=6", "diloco.inner_steps=4", "noloco.inner_steps=4", "palsgd.inner_steps=4",
-      "palsgd.ddp_warmup_steps=2", "sparta.p=0.05", "streaming.fragment_blocks=1", "run.progress=false",
-      "run.out_dir=" + out_dir, "run.name=" + name,
+      "palsgd.ddp_warmup_steps=2", "desloc.param_period=2", "sparta.p=0.05", "streaming.fragment_blocks=1",
+      "run.progress=false", "run.out_dir=" + out_dir, "run.name=" + name,
       // Both drivers run the divergence check (real runs do by default), so
       // its all-gathers are in both ledgers and clocks.
       "run.divergence_check=on",

@@ -38,6 +38,9 @@ Config golden_config(const std::string& method) {
   Config cfg = tiny_config(strategy, testing::workers_for(strategy, 3));
   if (method == "muloco") cfg.optim.name = "muon";
   cfg.noloco.inner_steps = 5;
+  cfg.desloc.param_period = 5;  // moments averaged after steps 10 and 20 (first), 15 (second)
+  cfg.desloc.first_moment_factor = 2;
+  cfg.desloc.second_moment_factor = 3;
   cfg.palsgd.inner_steps = 5;
   cfg.palsgd.ddp_warmup_steps = 5;
   cfg.streaming.fragment_blocks = 1;  // one block: one fragment

@@ -172,6 +172,7 @@ std::vector<Case> retime_cases() {
       Case{"noloco", "noloco", 4, {"noloco.inner_steps=5"}, {}},
       Case{"palsgd", "palsgd", 2, {}, {}},
       Case{"demo", "demo", 3, {}, {}},
+      Case{"desloc", "desloc", 3, {"desloc.param_period=4", "desloc.second_moment_factor=4"}, {}},
       Case{"streaming_async",
            "streaming",
            2,

@@ -65,7 +65,8 @@ TEST(StrategyTable, WhatEveryMethodReadsNamesAMethodSectionOrAKeyOfOne) {
   // ([train], [codec], [faults], ...) are never refused.
   const std::vector<std::string> got = method_sections();
   EXPECT_EQ(std::set<std::string>(got.begin(), got.end()),
-            (std::set<std::string>{"ddp", "diloco", "sparta", "palsgd", "demo", "sparseloco", "streaming", "noloco"}));
+            (std::set<std::string>{"ddp", "diloco", "sparta", "palsgd", "demo", "sparseloco", "desloc", "streaming",
+                                   "noloco"}));
 }
 
 TEST(StrategyTable, EveryMethodReadsItsCodecAndWarmupKeysAndAWarmupTheGradientAllReduceKeys) {

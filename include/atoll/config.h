@@ -284,6 +284,14 @@ struct SparseLoCoConfig {
   std::string codec = "topk-chunk-2bit";  // topk-chunk-2bit (the paper's 2-bit values) | topk-chunk (fp32 values)
 };
 
+// DES-LOC (Iacob et al. 2025, arXiv 2505.22549); ALGORITHMS.md 8.9: local Adam whose
+// parameters and moments are averaged across workers each on its own period.
+struct DesLocConfig {
+  int64_t param_period = 32;         // K_x: steps between parameter averages (the paper sweeps it; 32 here)
+  int64_t first_moment_factor = 3;   // K_u / K_x: first moments averaged every 3 K_x (paper); 0 = never
+  int64_t second_moment_factor = 6;  // K_v / K_x: second moments averaged every 6 K_x (paper); 0 = never
+};
+
 // SPARTA: sparse parameter averaging (Beton et al. 2025); ALGORITHMS.md 4.
 struct SpartaConfig {
   double p = 0.005;                     // p: fraction of parameters averaged per exchange (paper 0.005)
@@ -370,6 +378,7 @@ struct Config {
   DemoConfig demo;
   StreamingConfig streaming;
   SparseLoCoConfig sparseloco;
+  DesLocConfig desloc;
   NetworkConfig network;
   IslandsConfig islands;
   FaultConfig faults;

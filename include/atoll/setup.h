@@ -18,7 +18,7 @@ namespace atl {
 std::vector<std::string> validate(const Config& cfg);
 
 // Whom load_config() holds an override of a method section ([ddp] [diloco]
-// [sparta] [palsgd] [demo] [streaming] [noloco] [sparseloco]) to.
+// [sparta] [palsgd] [demo] [streaming] [noloco] [sparseloco] [desloc]) to.
 enum class OverrideCheck {
   kChosenMethod,  // a run's overrides: refused when the config's strategy.name does not read the key
   kAnyMethod,     // a config every method is run from (`atoll bench`): any key of any method

@@ -250,6 +250,13 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "topk-chunk-2bit (paper: k of each C-entry chunk in 2 bits, codec.chunk_topk / codec.chunk) | "
             "topk-chunk (fp32 values)"),
 
+      field("desloc.param_period", c.desloc.param_period,
+            "K_x: steps between parameter averages (DES-LOC sweeps it; 32 here)"),
+      field("desloc.first_moment_factor", c.desloc.first_moment_factor,
+            "K_u / K_x: Adam's first moments averaged every this many K_x (paper 3; 0 = never)"),
+      field("desloc.second_moment_factor", c.desloc.second_moment_factor,
+            "K_v / K_x: Adam's second moments averaged every this many K_x (paper 6; 0 = never)"),
+
       field("sparta.p", c.sparta.p, "p: fraction of parameters averaged per exchange (paper 0.005)"),
       field("sparta.selector", c.sparta.selector,
             "random | partitioned | sequential | layerwise: which entries each exchange averages"),

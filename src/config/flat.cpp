@@ -96,11 +96,22 @@ FlatConfig with_keys_added_later(FlatConfig done) {
   // chosen; faults.perturb_global is empty by default; run.divergence_check
   // = auto checks only real runs, and runs were compared and reused only
   // as simulations.
-  // Muon's knobs (optim.muon_*) act only with optim.name = muon.
-  static const char* const kAdded[] = {
-      "codec.chunk",         "codec.chunk_topk",      "sparseloco.outer_lr",  "sparseloco.error_decay",
-      "sparseloco.codec",    "faults.perturb_global", "run.divergence_check", "optim.muon_momentum",
-      "optim.muon_nesterov", "optim.muon_ns_steps",   "optim.muon_exclude"};
+  // Muon's knobs (optim.muon_*) act only with optim.name = muon, [desloc] only
+  // with its method.
+  static const char* const kAdded[] = {"codec.chunk",
+                                       "codec.chunk_topk",
+                                       "sparseloco.outer_lr",
+                                       "sparseloco.error_decay",
+                                       "sparseloco.codec",
+                                       "faults.perturb_global",
+                                       "run.divergence_check",
+                                       "optim.muon_momentum",
+                                       "optim.muon_nesterov",
+                                       "optim.muon_ns_steps",
+                                       "optim.muon_exclude",
+                                       "desloc.param_period",
+                                       "desloc.first_moment_factor",
+                                       "desloc.second_moment_factor"};
   static const FlatConfig defaults = flatten(Config{});
   for (const char* key : kAdded)
     if (!done.count(key)) done.emplace(key, defaults.at(key));

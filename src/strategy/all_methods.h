@@ -5,6 +5,7 @@
 
 #include "strategy/baselines.h"
 #include "strategy/demo.h"
+#include "strategy/desloc.h"
 #include "strategy/diloco.h"
 #include "strategy/noloco.h"
 #include "strategy/palsgd.h"

@@ -66,6 +66,11 @@ class InnerOptimizer {
   // matrix is on Muon).
   InnerOptimizer(const OptimConfig& cfg, const std::vector<at::Tensor>& params,
                  const std::vector<std::string>& names = {});
+  // The flat moment buffers, parameter after parameter (AdamW's first and
+  // second moments; Muon's momentum is in the first, its second stays 0);
+  // undefined for SGD. DES-LOC averages them in place.
+  at::Tensor& first_moments() { return exp_avg_; }
+  at::Tensor& second_moments() { return exp_avg_sq_; }
   // Whether parameter i is on Muon (tests, the start event).
   bool on_muon(size_t i) const { return i < muon_.size() && muon_[i]; }
   ~InnerOptimizer();
