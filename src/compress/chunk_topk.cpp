@@ -63,13 +63,7 @@ CodecSizing ChunkTopKCodec::sizing() const {
 double ChunkTopKCodec::bytes_for(int64_t n) const { return codec_encoded_bytes(name(), n, sizing()); }
 
 std::vector<ChunkTopKCodec::Chunk> ChunkTopKCodec::chunks_of(int64_t n) const {
-  std::vector<int64_t> segments = segments_;
-  if (segments.empty()) segments = {n};
-  int64_t total = 0;
-  for (int64_t len : segments) total += len;
-  if (total != n)
-    throw std::invalid_argument("codec " + name() + ": the payload has " + std::to_string(n) +
-                                " elements but its tensors add up to " + std::to_string(total));
+  const std::vector<int64_t> segments = payload_segments(n, segments_, name());
   std::vector<Chunk> chunks;
   int64_t start = 0;
   for (int64_t len : segments) {

@@ -326,15 +326,7 @@ class TopKCodec : public Codec {
   }
 
  private:
-  std::vector<int64_t> segments_of(int64_t n) const {
-    if (segments_.empty()) return {n};
-    int64_t total = 0;
-    for (int64_t len : segments_) total += len;
-    if (total != n)
-      throw std::invalid_argument("codec topk: the payload has " + std::to_string(n) +
-                                  " elements but its tensors add up to " + std::to_string(total));
-    return segments_;
-  }
+  std::vector<int64_t> segments_of(int64_t n) const { return payload_segments(n, segments_, "topk"); }
 
   double density_;
   int64_t index_bytes_;

@@ -25,17 +25,8 @@ CodecBytes two_bit_bytes(int64_t n, const CodecSizing& s) {
   return {double(ceil_div(2 * n, 8)), 0, 4.0 * double(ceil_div(n, s.block))};
 }
 
-// The segments a payload of n elements is selected in: the sizing's, which
-// must add up to n, or the whole payload.
 std::vector<int64_t> segments_of(int64_t n, const CodecSizing& s, const char* codec) {
-  if (s.topk_segments.empty()) return {n};
-  int64_t total = 0;
-  for (int64_t len : s.topk_segments) total += len;
-  if (total != n) {
-    throw std::invalid_argument(std::string("codec ") + codec + ": the payload has " + std::to_string(n) +
-                                " elements but its tensors add up to " + std::to_string(total));
-  }
-  return s.topk_segments;
+  return payload_segments(n, s.topk_segments, codec);
 }
 
 // (fp32 value + index) per kept entry; each segment keeps its own k.
@@ -127,6 +118,17 @@ const std::vector<std::string>& codec_names() {
 bool codec_is_sparse(const std::string& name) { return known_codec(name).sparse; }
 bool codec_is_uncompressed(const std::string& name) { return known_codec(name).uncompressed; }
 bool codec_needs_feedback(const std::string& name) { return known_codec(name).feedback; }
+
+std::vector<int64_t> payload_segments(int64_t n, const std::vector<int64_t>& segments, const std::string& codec) {
+  if (segments.empty()) return {n};
+  int64_t total = 0;
+  for (int64_t len : segments) total += len;
+  if (total != n) {
+    throw std::invalid_argument("codec " + codec + ": the payload has " + std::to_string(n) +
+                                " elements but its tensors add up to " + std::to_string(total));
+  }
+  return segments;
+}
 
 int64_t topk_kept(int64_t n, double density) {
   if (n <= 0) return 0;

@@ -84,6 +84,10 @@ bool codec_needs_feedback(const std::string& name);
 double codec_encoded_bytes(const std::string& name, int64_t n, const CodecSizing& sizing = {});
 // The same size by part (values, indices, scales); same checks.
 CodecBytes codec_encoded_parts(const std::string& name, int64_t n, const CodecSizing& sizing = {});
+// The segments a payload of n elements is selected in (top-k, chunked
+// top-k): `segments`, which must add up to n (else std::invalid_argument
+// naming `codec`), or, when empty, the whole payload.
+std::vector<int64_t> payload_segments(int64_t n, const std::vector<int64_t>& segments, const std::string& codec);
 // The top-k rule: k = max(1, round(density * n)) of n >= 1 entries, 0 of none.
 int64_t topk_kept(int64_t n, double density);
 // The chunked top-k rule: a chunk of len <= chunk entries keeps k_c =

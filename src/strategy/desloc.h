@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "atoll/strategy.h"
+#include "strategy/diloco.h"  // next_round_end
 #include "strategy/inner_optimizer.h"
 
 namespace atl {
@@ -29,7 +30,7 @@ class DesLocStrategy : public Strategy {
                  const std::vector<std::string>& names = {});
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override { inner_.visit_state(v); }
-  int64_t next_sync_step(int64_t t) const override { return (t + param_period_) / param_period_ * param_period_ - 1; }
+  int64_t next_sync_step(int64_t t) const override { return next_round_end(t, 0, param_period_); }
 
  private:
   std::vector<at::Tensor> params_;
