@@ -125,6 +125,47 @@ TEST(GlooGroup, LedgerEqualsTheInProcessGroupsForTheSameOps) {
   }
 }
 
+TEST(GlooGroup, TheRelayOnRankZerosHostGivesExactResultsAndTheInProcessRelaysLedger) {
+  // network.algorithm = ps in a real run: rank 0 reduces (gathers) and sends
+  // the result down. Every op's values are exact, and the ledger is the
+  // relay's (an all-gather sends its payload once).
+  const int64_t n = 3, p = 1000;
+  const at::Tensor i = iota(p, at::kInt), fi = iota(p, at::kFloat);
+  auto gloo = gloo_threads_group(n, 30, CollectiveAlgo::ParameterServer);
+  auto local = make_group(n, CollectiveAlgo::ParameterServer);
+  run_gloo_ranks(gloo, [&](Communicator& c) { check_all_ops(c, n, p, i, fi); });
+  run_ranks(local, [&](Communicator& c) { check_all_ops(c, n, p, i, fi); });
+  bool gathered = false;
+  for (int64_t r = 0; r < n; ++r) {
+    const auto& a = gloo[r]->comm().ledger().entries();
+    const auto& b = local->rank(r).ledger().entries();
+    ASSERT_EQ(a.size(), b.size()) << "rank " << r;
+    for (size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(a[k].sent_bytes, b[k].sent_bytes) << "rank " << r << " op " << a[k].tag;
+      EXPECT_EQ(a[k].received_bytes, b[k].received_bytes) << "rank " << r << " op " << a[k].tag;
+      if (a[k].op == CommOp::AllGather && a[k].payload_bytes > 0) {
+        EXPECT_EQ(a[k].sent_bytes, a[k].payload_bytes) << "rank " << r << " op " << a[k].tag;
+        gathered = true;
+      }
+    }
+  }
+  EXPECT_TRUE(gathered) << "check_all_ops no longer all-gathers";
+  // Two ranks: a + b in either order, so the relay's mean is bitwise the in-process one.
+  at::Tensor x[2] = {at::randn({4099}, at::kFloat), at::randn({4099}, at::kFloat)};
+  at::Tensor ours[2], theirs[2];
+  auto pair = gloo_threads_group(2, 30, CollectiveAlgo::ParameterServer);
+  auto local_pair = make_group(2, CollectiveAlgo::ParameterServer);
+  run_gloo_ranks(pair, [&](Communicator& c) {
+    ours[c.rank()] = x[c.rank()].clone();
+    c.all_reduce(ours[c.rank()], ReduceOp::Mean, "m");
+  });
+  run_ranks(local_pair, [&](Communicator& c) {
+    theirs[c.rank()] = x[c.rank()].clone();
+    c.all_reduce(theirs[c.rank()], ReduceOp::Mean, "m");
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(at::equal(ours[r], theirs[r])) << "rank " << r;
+}
+
 TEST(GlooGroup, TwoRankFloatMeanIsBitwiseTheInProcessGroupsMean) {
   // Two operands: a + b is the same in any order, so N = 2 real runs can
   // equal simulated ones bitwise (for N > 2 Gloo's ring order differs).

@@ -74,21 +74,30 @@ TEST(NetAlgorithms, ValidationAcceptsEverySpellingAndHelpNamesEachWithItsHelpLin
 
 // The table's formulas are what the network model charges: an all-reduce's
 // time and bytes from the line, every other op's from the shared formulas.
-TEST(NetAlgorithms, TheNetworkModelChargesEachLinesAllReduceFormulas) {
+TEST(NetAlgorithms, TheNetworkModelChargesEachLinesAllReduceAndAllGatherFormulas) {
   for (const CollectiveAlgorithm& a : collective_algorithms()) {
-    const NetworkModel net({{2e6, 0.01}, {1e6, 0.03}, {4e6, 0.02}}, a.algo, 3e6, 0.0, 1);
+    // Uploads 2e6, 1e6, 4e6; downloads 3e6, 5e6, 0.8e6: the slowest uplink
+    // is 1e6, the slowest downlink 0.8e6.
+    const NetworkModel net({{2e6, 0.01, 3e6}, {1e6, 0.03, 5e6}, {4e6, 0.02, 0.8e6}}, a.algo, 3e6, 0.0, 1);
     AllReduceShape shape;
     shape.n = 3;
     shape.payload = 5e5;
     shape.alpha = 0.03;
-    shape.beta = 1e6;
+    shape.beta = 0.8e6;
+    shape.up = 1e6;
+    shape.down = 0.8e6;
     shape.server_bandwidth = 3e6;
     EXPECT_EQ(net.collective_seconds(CommOp::AllReduce, 5e5, 0), a.all_reduce_seconds(shape)) << a.name;
+    EXPECT_EQ(net.collective_seconds(CommOp::AllGather, 5e5, 0), a.all_gather_seconds(shape)) << a.name;
     EXPECT_GT(a.all_reduce_seconds(shape), 0) << a.name;
+    EXPECT_GT(a.all_gather_seconds(shape), 0) << a.name;
     const ByteCount want = a.all_reduce_bytes(3.0, 5e5), got = bytes_for(CommOp::AllReduce, a.algo, 5e5, 3, false);
     EXPECT_EQ(got.sent, want.sent) << a.name;
     EXPECT_EQ(got.received, want.received) << a.name;
     EXPECT_GT(got.sent, 0) << a.name;
+    const ByteCount gather = bytes_for(CommOp::AllGather, a.algo, 5e5, 3, false);
+    EXPECT_EQ(gather.sent, a.all_gather_bytes(3.0, 5e5).sent) << a.name;
+    EXPECT_EQ(gather.received, 2 * 5e5) << a.name;  // the others' payloads, whatever the algorithm
     // `atoll cost --algorithm=<name>` runs on it.
     CostQuery q;
     q.algo = parse_algorithm(a.name);

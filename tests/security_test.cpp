@@ -325,10 +325,16 @@ TEST(SecurityPeerInput, PeerReportsAreParsedStrictlyAndNameTheRank) {
   good.loss_sum = 3.5;
   good.loss_count = 2;
   good.sent_by_tag["outer"] = 100;
+  good.received_by_tag["outer"] = 300;
+  good.part_shares_by_tag["outer"] = {0.9, 0.08, 0.02};
+  good.peak_sent = 50;
   good.events.push_back(R"({"event":"fault","kind":"drop"})");
   const WorkerReport back = parse_worker_report(good.to_json().dump(), "rank 2");
   EXPECT_EQ(back.loss_count, 2);
   EXPECT_EQ(back.sent_by_tag.at("outer"), 100);
+  EXPECT_EQ(back.received_by_tag.at("outer"), 300);
+  EXPECT_EQ(back.part_shares_by_tag.at("outer"), (std::vector<double>{0.9, 0.08, 0.02}));
+  EXPECT_EQ(back.peak_sent, 50);
   ASSERT_EQ(back.events.size(), 1u);
   auto refused = [&](nlohmann::json j, const std::string& why) {
     try {
@@ -342,6 +348,15 @@ TEST(SecurityPeerInput, PeerReportsAreParsedStrictlyAndNameTheRank) {
   nlohmann::json j = good.to_json();
   j["loss_count"] = -1;
   refused(j, "loss_count");
+  j = good.to_json();
+  j["part_shares_by_tag"]["outer"] = {0.5, 0.5};
+  refused(j, "part_shares_by_tag");
+  j = good.to_json();
+  j["received_by_tag"]["outer"] = "many";
+  refused(j, "outer");
+  j = good.to_json();
+  j.erase("peak_sent");
+  refused(j, "peak_sent");
   j = good.to_json();
   j["ops"] = 1e300;
   refused(j, "ops");

@@ -11,6 +11,10 @@ CostCommand::CostCommand(CLI::App& app) {
       ->capture_default_str();
   cost_->add_option("--workers", q_.workers, "N")->capture_default_str();
   cost_->add_option("--bandwidth", bandwidth_, "per-link bandwidth, e.g. 100Mbit/s")->capture_default_str();
+  cost_->add_option("--download", download_, "per-link download bandwidth (\"\" = --bandwidth), e.g. 500Mbit/s")
+      ->capture_default_str();
+  cost_->add_option("--relay-bandwidth", relay_bandwidth_, "the relay's (ps) link each way (\"\" = --bandwidth)")
+      ->capture_default_str();
   cost_->add_option("--latency", latency_, "per-message latency, e.g. 30ms")->capture_default_str();
   cost_->add_option("--algorithm", algorithm_, atl::collective_algorithm_choices())->capture_default_str();
   cost_->add_option("--strategy", q_.strategy, "ddp | localsgd | diloco | sparta")->capture_default_str();
@@ -50,6 +54,9 @@ bool CostCommand::run() {
   };
   q_.intra_bandwidth = flag_value("--intra-bandwidth", atl::parse_bandwidth, intra_bandwidth_);
   q_.intra_latency = flag_value("--intra-latency", atl::parse_duration, intra_latency_);
+  if (!download_.empty()) q_.download = flag_value("--download", atl::parse_bandwidth, download_);
+  if (!relay_bandwidth_.empty())
+    q_.server_bandwidth = flag_value("--relay-bandwidth", atl::parse_bandwidth, relay_bandwidth_);
   const atl::CostReport estimate = atl::estimate_cost(q_);  // checks the values first (I x D in range)
   std::vector<std::string> given;
   for (const CLI::Option* o : cost_->get_options())

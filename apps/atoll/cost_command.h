@@ -20,4 +20,5 @@ class CostCommand {
   atl::CostQuery q_;
   std::string bandwidth_ = "100Mbit/s", latency_ = "0", algorithm_ = "ring", dtype_ = "bf16";
   std::string intra_bandwidth_ = "400Gbit/s", intra_latency_ = "0ms";
+  std::string download_, relay_bandwidth_;  // "" = --bandwidth
 };

@@ -28,6 +28,14 @@ NetworkCommands::NetworkCommands(CLI::App& app) {
   whatif_->add_option("--points-per-decade", whatif_opts_.points_per_decade, "grid points per decade")
       ->capture_default_str();
   whatif_->add_option("--latency", latency_, "latency for every run (default: each run's own network.latency)");
+  whatif_->add_option("--download-ratio", whatif_opts_.download_ratio,
+                      "links download at this multiple of the grid's bandwidth, which is their upload (110 up / 500 "
+                      "down: 4.55; default: each run's own links)");
+  whatif_->add_option(
+      "--algorithm", whatif_opts_.algorithm,
+      "network.algorithm for every run: " + atl::collective_algorithm_choices() + " (default: each run's own)");
+  whatif_->add_option("--relay-bandwidth", relay_bandwidth_,
+                      "the relay's link (network.server_bandwidth) for every run, e.g. 10Gbit/s");
   whatif_->add_option("--target-loss", whatif_opts_.target_loss,
                       "eval loss to reach (default: the report's, the baseline's eval loss at 90% of its run)");
   whatif_->add_option("--baseline", whatif_opts_.baseline, "setting the crossovers are against (default: DDP)");
@@ -86,6 +94,7 @@ void NetworkCommands::whatif() {
   whatif_opts_.bandwidth_from = atl::parse_bandwidth(bandwidths_.substr(0, colon));
   whatif_opts_.bandwidth_to = atl::parse_bandwidth(bandwidths_.substr(colon + 1));
   if (!latency_.empty()) whatif_opts_.latency = atl::parse_duration(latency_);
+  if (!relay_bandwidth_.empty()) whatif_opts_.relay_bandwidth = atl::parse_bandwidth(relay_bandwidth_);
   whatif_opts_.projection = projection();
   const atl::WhatifResult r = atl::run_whatif(whatif_runs_, whatif_opts_);
   const std::string md = atl::whatif_markdown(r);

@@ -24,7 +24,7 @@ class NetworkCommands {
   std::string retime_run_, retime_out_;
   bool retime_overwrite_ = false;
   std::vector<std::string> whatif_runs_;
-  std::string bandwidths_ = "10Mbit/s:100Gbit/s", latency_, whatif_out_;
+  std::string bandwidths_ = "10Mbit/s:100Gbit/s", latency_, whatif_out_, relay_bandwidth_;
   std::string project_device_flops_;
   double project_params_ = 0, project_step_time_ = 0, project_mfu_ = 0.4;
   atl::WhatifOptions whatif_opts_;

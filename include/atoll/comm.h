@@ -49,6 +49,17 @@ struct LedgerEntry {
   double sent_bytes = 0;     // under the configured algorithm
   double received_bytes = 0;
   double network_seconds = 0;  // the network model's time for this op (0 without a model)
+  // The shares of the message that are positions and scales (the payload
+  // path's codec says, Ledger::describe_payload); the rest is values.
+  double index_share = 0, scale_share = 0;
+};
+
+// Bytes of a message, or of a total, by what they carry.
+struct BytesByPart {
+  double values = 0;   // the values (or their codes)
+  double indices = 0;  // kept positions (sparse codecs)
+  double scales = 0;   // per-block or per-chunk scales
+  double total() const { return values + indices + scales; }
 };
 
 // Per-rank record of communication. Totals are kept per tag and overall.
@@ -61,8 +72,22 @@ class Ledger {
   int64_t ops() const { return static_cast<int64_t>(entries_.size()); }
   // Sum of the network model's time over every op.
   double total_network_seconds() const { return network_seconds_; }
-  // Sent bytes per tag.
+  // Sent and received bytes per tag.
   const std::map<std::string, double>& sent_by_tag() const { return sent_by_tag_; }
+  const std::map<std::string, double>& received_by_tag() const { return received_by_tag_; }
+  // The payload path (compress/payload.h) says what the messages of the
+  // entries recorded since entry `first` hold: `message`'s bytes by part.
+  void describe_payload(int64_t first, const BytesByPart& message);
+  // Sent bytes by part: each entry's sent bytes split by its message's
+  // shares (undescribed entries are all values).
+  BytesByPart sent_by_part() const;
+  // Per tag, the shares of its messages by part (summed over its entries,
+  // weighted by their sent bytes): a retimed run splits its new totals by
+  // them. Only tags with indices or scales.
+  std::map<std::string, BytesByPart> part_shares_by_tag() const;
+  // The most bytes this rank sent within any `window_steps` consecutive
+  // training steps (>= 1): its peak bandwidth need, in bytes per window.
+  double peak_sent(int64_t window_steps) const;
   // Sent bytes recorded since the previous call (for per-step metrics).
   double take_sent_since_mark();
   double take_received_since_mark();
@@ -72,7 +97,7 @@ class Ledger {
 
  private:
   std::vector<LedgerEntry> entries_;
-  std::map<std::string, double> sent_by_tag_;
+  std::map<std::string, double> sent_by_tag_, received_by_tag_;
   double sent_ = 0, received_ = 0, network_seconds_ = 0;
   double sent_mark_ = 0, received_mark_ = 0;
 };

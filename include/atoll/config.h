@@ -45,6 +45,10 @@ struct RunConfig {
   // SHA-256 of each of theta_g's tensors and stop at the first mismatch,
   // naming the step and the tensor (PCCL's check). auto: in real runs.
   std::string divergence_check = "auto";  // auto | on | off
+  // The ledger's peak: the most bytes a worker sends within any this many
+  // consecutive steps (summary's peak_sent_bytes_per_worker; Streaming
+  // DiLoCo's "lower peak bandwidth" is this at 1 step).
+  int64_t peak_window_steps = 1;
 };
 
 struct DataConfig {
@@ -322,6 +326,10 @@ struct NetworkConfig {
   std::string server_bandwidth = "";  // ps only: the server's link; "" = bandwidth
   std::string worker_bandwidth = "";  // per-worker overrides, comma list (empty entry = default)
   std::string worker_latency = "";    // per-worker overrides, comma list
+  // Links that download faster than they upload (home and office lines):
+  // bandwidth above is then each link's upload.
+  std::string download_bandwidth = "";         // every link's download; "" = bandwidth (symmetric)
+  std::string worker_download_bandwidth = "";  // per-worker download overrides, comma list (empty = default)
   // How a step's compute is charged. flops (default): modelled, the step's
   // training FLOPs (6 * params * tokens + attention) over the device's peak
   // rate times mfu, plus each method's own work (DeMo's transforms, outer
@@ -339,10 +347,11 @@ struct NetworkConfig {
   // island's wide-area link. bandwidth/latency above are the wide-area default.
   std::string intra_bandwidth = "400Gbit/s";  // beta_in: every link inside an island (NVLink/InfiniBand class)
   std::string intra_latency = "0ms";          // alpha_in: per-message latency inside an island
-  std::string island_bandwidth = "";         // per-island wide-area bandwidth overrides, comma list (empty = bandwidth)
-  std::string island_latency = "";           // per-island wide-area latency overrides, comma list
-  std::string island_uplink = "per_device";  // per_device | shared: each device has its own wide-area link,
-                                             // or an island's devices share one (flat and sharded then get beta / D)
+  std::string island_bandwidth = "";  // per-island wide-area bandwidth overrides, comma list (empty = bandwidth)
+  std::string island_latency = "";    // per-island wide-area latency overrides, comma list
+  std::string island_download_bandwidth = "";  // per-island wide-area download overrides, comma list
+  std::string island_uplink = "per_device";    // per_device | shared: each device has its own wide-area link,
+                                               // or an island's devices share one (flat and sharded then get beta / D)
 };
 
 // Islands of devices (ALGORITHMS.md 7.2; DiLoCo's "clusters each hosting a

@@ -28,7 +28,9 @@ struct CostQuery {
   std::string codec;
   CodecConfig codec_settings;
   int64_t workers = 8;
-  double bandwidth = 12.5e6;  // bytes/s (100 Mbit/s)
+  double bandwidth = 12.5e6;    // bytes/s (100 Mbit/s): each link's upload
+  double download = 0;          // bytes/s: each link's download (0 = bandwidth, symmetric)
+  double server_bandwidth = 0;  // bytes/s: the relay's (ps) link each way (0 = bandwidth)
   double latency = 0;
   CollectiveAlgo algo = CollectiveAlgo::Ring;
   std::string strategy = "ddp";  // ddp | localsgd | diloco | sparta
@@ -61,6 +63,14 @@ struct IslandCostRow {
   double compute_utilisation = 1;
   bool chosen = false;  // named by CostQuery::exchange (all: every one)
 };
+// One sync under one collective algorithm (no islands): `atoll cost`'s
+// comparison of ring, tree and relay for the same payload.
+struct AlgorithmCostRow {
+  std::string name;  // the algorithm table's name
+  double sync_seconds = 0;
+  double sent = 0, received = 0;  // per worker, one sync
+  bool chosen = false;            // CostQuery::algo
+};
 struct CostReport {
   double model_bytes = 0;         // one copy of the P values: P*b, or the codec's encoded size
   double one_copy_seconds = 0;    // model_bytes through one link, no latency
@@ -76,6 +86,9 @@ struct CostReport {
   // are flat, leader and sharded, then DDP's gradient all-reduce every step,
   // flat over all I*D devices.
   std::vector<IslandCostRow> exchanges;
+  // Without islands: one sync of the same payload under every collective
+  // algorithm (ring, tree, relay), the chosen one marked.
+  std::vector<AlgorithmCostRow> algorithms;
   IslandCostRow ddp;
   double island_ddp_step_seconds = 0;  // DDP inside one island each step (ring over D, intra links)
 };

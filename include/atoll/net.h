@@ -54,10 +54,15 @@ struct Outage {
 // network.outages ("1@30s-60s, 2@100s-130s"); throws std::invalid_argument.
 std::vector<Outage> parse_outages(const std::string& text, int64_t workers);
 
-// Per-worker link: bandwidth (bytes/s) and latency (s).
+// Per-worker link: upload bandwidth (bytes/s), latency (s) and download
+// bandwidth (bytes/s; 0 = the same as the upload: a symmetric link). Home and
+// office links upload far slower than they download (the Covenant-72B run:
+// 110 Mbit/s up, 500 down).
 struct Link {
-  double bandwidth = 125e6;
+  double bandwidth = 125e6;  // upload
   double latency = 0;
+  double download = 0;  // 0: = bandwidth
+  double down() const { return download > 0 ? download : bandwidth; }
 };
 
 class NetworkModel {
@@ -67,9 +72,16 @@ class NetworkModel {
   static NetworkModel from_config(const NetworkConfig& cfg, int64_t workers, uint64_t seed);
 
   // Seconds for one op among `participants` (ranks) with per-rank payload S
-  // bytes: the slowest participating link sets beta, the largest latency
-  // sets alpha (formulas of ALGORITHMS.md 7.2). `op_index` seeds the jitter
-  // so every rank computes the same time for the same op.
+  // bytes: the largest latency sets alpha (formulas of ALGORITHMS.md 7.2).
+  // Every byte leaves one rank's uplink and enters another's downlink, so a
+  // ring, a tree, a broadcast and an exchange run at beta = the slowest
+  // uplink or downlink among the participants (the slowest uplink when links
+  // upload slower than they download). The relay (ps) takes each worker's
+  // payload up once, at the slowest uplink, and sends the result down, at
+  // the slowest downlink, with its own link (server_bandwidth) carrying N
+  // payloads each way: an all-gather through it is bound by the receivers'
+  // downlinks. `op_index` seeds the jitter so every rank computes the same
+  // time for the same op.
   double op_seconds(CommOp op, double payload, const std::vector<int64_t>& participants, uint64_t op_index) const;
   // The same formula for `n` ranks whose links are those of `participants`
   // (a flat ring over every device of the participating islands).

@@ -22,8 +22,14 @@ struct WhatifOptions {
   double bandwidth_to = 12.5e9;    // bytes/s (100 Gbit/s)
   int points_per_decade = 4;       // the log grid
   double latency = -1;             // seconds; < 0: each run's own network.latency
-  double target_loss = 0;          // 0: the report's rule (choose_target_loss): the baseline's loss at 90% of its run
-  std::string baseline;            // setting the crossovers are against; "": the DDP setting, else the first
+  // Links that download faster than they upload: > 0: every link downloads
+  // at this multiple of the grid's bandwidth, which is then the upload
+  // (110 up / 500 down: 4.55); 0: each run's own links.
+  double download_ratio = 0;
+  std::string algorithm;       // a network.algorithm for every run ("": each run's own), e.g. ps (relay)
+  double relay_bandwidth = 0;  // bytes/s: network.server_bandwidth for every run (0: each run's own)
+  double target_loss = 0;      // 0: the report's rule (choose_target_loss): the baseline's loss at 90% of its run
+  std::string baseline;        // setting the crossovers are against; "": the DDP setting, else the first
   double crossover_tolerance = 1e-4;  // relative, in bandwidth (bisection between grid points)
   Projection projection;              // active(): every run projected to a bigger model
 };
@@ -47,7 +53,8 @@ struct Crossover {
 
 struct WhatifResult {
   double target_loss = 0;
-  std::string target_why;  // which rule chose target_loss, for the page
+  std::string target_why;    // which rule chose target_loss, for the page
+  std::string network_note;  // the links and algorithm every run was retimed to, for the page ("" = their own)
   std::string baseline;
   std::vector<double> bandwidths;  // bytes/s, ascending
   std::vector<WhatifSetting> settings;

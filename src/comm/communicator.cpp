@@ -344,7 +344,8 @@ void Communicator::all_gather(const at::Tensor& in, std::vector<at::Tensor>& out
   e.op = CommOp::AllGather;
   e.tag = tag;
   e.payload_bytes = payload_bytes(src);
-  e.sent_bytes = static_cast<double>(size_ - 1) * e.payload_bytes;
+  // (N - 1) S_own peer to peer; S_own once through a relay.
+  e.sent_bytes = bytes_for(CommOp::AllGather, algo_, e.payload_bytes, size_, false).sent;
   e.received_bytes = received;
   if (islands != nullptr) {
     const double seconds = record_charge(e, island_charge(sizes));

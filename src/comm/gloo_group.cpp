@@ -80,6 +80,9 @@ int64_t checked_peer_length(int64_t elements, int64_t element_size, int64_t rank
   return elements;
 }
 
+// The rank whose host relays network.algorithm = ps's payloads in a real run.
+constexpr int64_t kRelayRank = 0;
+
 // The Communicator backend: every op runs on the process group and waits.
 // `where` names this rank in its errors: "rank 3" for the world group, with
 // the subgroup added for an island's or a cross group's communicator.
@@ -135,16 +138,28 @@ class GlooCommunicator final : public Communicator {
     if (op == ReduceOp::Mean && t.scalar_type() == at::kBool)
       throw std::invalid_argument("all_reduce: Mean is undefined for bool tensors");
     c10::intrusive_ptr<c10d::Work> work;
+    const bool relay = algorithm() == CollectiveAlgo::ParameterServer;
     timed("all_reduce", [&] {
       std::vector<at::Tensor> v{t};
-      c10d::AllreduceOptions o;
-      o.reduceOp = c10d::ReduceOp::SUM;
-      work = pg_->allreduce(v, o);
+      if (relay) {
+        c10d::ReduceOptions o;
+        o.reduceOp = c10d::ReduceOp::SUM;
+        o.rootRank = kRelayRank;
+        work = pg_->reduce(v, o);
+      } else {
+        c10d::AllreduceOptions o;
+        o.reduceOp = c10d::ReduceOp::SUM;
+        work = pg_->allreduce(v, o);
+      }
     });
     completion = arrival + network_seconds;
-    return [this, work, t, op]() mutable {
+    return [this, work, t, op, relay]() mutable {
       timed(
           "all_reduce", [&] { work->wait(); }, /*line_up=*/false);
+      // The relay sends the sum back down once it has every payload.
+      if (relay)
+        timed(
+            "all_reduce (relay)", [&] { broadcast_from_relay(t); }, /*line_up=*/false);
       if (op != ReduceOp::Mean) return;
       if (at::isFloatingType(t.scalar_type())) {
         t.div_(static_cast<double>(size()));
@@ -263,11 +278,39 @@ class GlooCommunicator final : public Communicator {
  public:
   // Equal-size all-gather (1-D): `out` gets size() tensors in rank order.
   void gather_equal(const at::Tensor& t, std::vector<at::Tensor>& out) {
+    if (algorithm() == CollectiveAlgo::ParameterServer) return gather_through_relay(t, out);
     std::vector<std::vector<at::Tensor>> outs(1);
     for (int64_t r = 0; r < size(); ++r) outs[0].push_back(at::empty_like(t));
     std::vector<at::Tensor> in{t};
     guarded("all_gather", [&] { pg_->allgather(outs, in)->wait(); });
     out = outs[0];
+  }
+
+  // network.algorithm = ps (relay) in a real run: rank 0's host is the relay.
+  // Every rank's tensor goes up to it once, and it sends all of them down.
+  void gather_through_relay(const at::Tensor& t, std::vector<at::Tensor>& out) {
+    at::Tensor all = at::empty({size(), t.numel()}, t.options());
+    guarded("all_gather (relay)", [&] {
+      std::vector<std::vector<at::Tensor>> outs;
+      if (rank() == kRelayRank) {
+        outs.resize(1);
+        for (int64_t r = 0; r < size(); ++r) outs[0].push_back(all[r]);
+      }
+      std::vector<at::Tensor> in{t.contiguous()};
+      c10d::GatherOptions o;
+      o.rootRank = kRelayRank;
+      pg_->gather(outs, in, o)->wait();
+    });
+    guarded("all_gather (relay)", [&] { broadcast_from_relay(all); });
+    out.clear();
+    for (int64_t r = 0; r < size(); ++r) out.push_back(all[r]);
+  }
+
+  void broadcast_from_relay(at::Tensor& t) {
+    std::vector<at::Tensor> v{t};
+    c10d::BroadcastOptions o;
+    o.rootRank = kRelayRank;
+    pg_->broadcast(v, o)->wait();
   }
 
   // Waits for every buffered send (before shutdown).

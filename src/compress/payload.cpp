@@ -10,9 +10,7 @@ namespace atl {
 PayloadCodec::PayloadCodec(const std::string& name, const CodecConfig& cfg, std::vector<int64_t> tensors,
                            double feedback_decay)
     : name_(name) {
-  if (codec_is_uncompressed(name)) return;
-  sparse_ = codec_is_sparse(name);
-  CodecSizing sizing;
+  CodecSizing& sizing = sizing_;
   sizing.block = cfg.block;
   sizing.topk_density = cfg.topk_density;
   sizing.index_bytes = 4;
@@ -20,6 +18,8 @@ PayloadCodec::PayloadCodec(const std::string& name, const CodecConfig& cfg, std:
   sizing.chunk_topk = cfg.chunk_topk;
   // Sparse codecs select per tensor (the chunked ones: chunks never span two
   // tensors) unless codec.topk_scope = global.
+  if (codec_is_uncompressed(name)) return;
+  sparse_ = codec_is_sparse(name);
   if (sparse_ && cfg.topk_scope == "tensor") sizing.topk_segments = std::move(tensors);
   auto codec = make_codec(name, sizing);
   requantize_ = cfg.requantize_result && !sparse_;
@@ -28,6 +28,11 @@ PayloadCodec::PayloadCodec(const std::string& name, const CodecConfig& cfg, std:
   } else {
     codec_ = std::move(codec);
   }
+}
+
+BytesByPart PayloadCodec::parts(int64_t n) const {
+  const CodecBytes b = codec_encoded_parts(name_, n, sizing_);
+  return {b.values, b.indices, b.scales};
 }
 
 double PayloadCodec::encode(at::Tensor& x) {
@@ -69,6 +74,7 @@ void add_sparse(at::Tensor& acc, const at::Tensor& packed) {
 void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag,
                      const std::vector<int64_t>& buckets) {
   const double bytes = codec.encode(x);
+  const int64_t first_entry = comm.ledger().ops();
   if (!codec.sparse()) {
     const double wire = codec.lossless() ? -1 : bytes;
     if (buckets.empty()) {
@@ -76,12 +82,14 @@ void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, con
     } else {
       comm.all_reduce_overlapped(x, ReduceOp::Mean, tag, buckets, wire);
     }
+    comm.ledger().describe_payload(first_entry, codec.parts(x.numel()));
     codec.requantize(x);
     return;
   }
   std::vector<at::Tensor> all;
   const bool own_format = codec.wire().defined();
   comm.all_gather(own_format ? codec.wire() : pack_sparse(x), all, tag);
+  comm.ledger().describe_payload(first_entry, codec.parts(x.numel()));
   at::Tensor acc = at::zeros_like(x);
   for (const auto& message : all) {  // rank order: reproducible
     if (own_format) {
@@ -99,7 +107,9 @@ Work mean_all_reduce_async(Communicator& comm, PayloadCodec& codec, at::Tensor& 
     return Work();
   }
   const double bytes = codec.encode(x);
+  const int64_t first_entry = comm.ledger().ops();
   Work work = comm.all_reduce_async(x, ReduceOp::Mean, tag, codec.lossless() ? -1 : bytes);
+  comm.ledger().describe_payload(first_entry, codec.parts(x.numel()));
   // The codec outlives the Work (both belong to the strategy); x shares its storage with the caller's.
   PayloadCodec* c = &codec;
   work.then([c, x]() mutable { c->requantize(x); });

@@ -63,6 +63,8 @@ class PayloadCodec {
   // acc += what a peer's message decodes to (Codec::add_wire).
   void add_wire(const at::Tensor& wire, at::Tensor& acc) const { active().add_wire(wire, acc); }
   const std::string& name() const { return name_; }
+  // The bytes of an n-element message by part (the codec table's split).
+  BytesByPart parts(int64_t n) const;
   // Checkpoints: the error-feedback residual (the only state a codec keeps).
   void visit_state(StateVisitor& v) {
     if (feedback_) feedback_->visit_state(v);
@@ -70,6 +72,7 @@ class PayloadCodec {
 
  private:
   std::string name_;
+  CodecSizing sizing_;
   bool sparse_ = false;
   bool requantize_ = false;                  // codec.requantize_result, for a quantizing codec
   std::unique_ptr<Codec> codec_;             // null for fp32 (and a codec inside error feedback)

@@ -92,6 +92,8 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("run.divergence_check", c.run.divergence_check,
             "auto (real runs) | on | off: after each sync the ranks compare a SHA-256 of each of theta_g's tensors "
             "and stop at a mismatch, naming step and tensor"),
+      field("run.peak_window_steps", c.run.peak_window_steps,
+            "W: the ledger's peak is the most bytes a worker sends within any W consecutive steps (>= 1)"),
 
       field("data.dataset", c.data.dataset,
             "brown | text | bin | mnist | npy (text: a folder made by `atoll prepare`, tokenizer chosen there; "
@@ -274,16 +276,23 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("noloco.outer_momentum", c.noloco.outer_momentum, "beta: outer momentum (paper 0.5)"),
       field("noloco.group_size", c.noloco.group_size, "G: workers per averaging group (paper 2)"),
 
-      field("network.bandwidth", c.network.bandwidth, "per-link bandwidth beta, e.g. 100Mbit/s, 25GB/s"),
+      field("network.bandwidth", c.network.bandwidth,
+            "per-link bandwidth beta, e.g. 100Mbit/s, 25GB/s (the upload when network.download_bandwidth differs)"),
       field("network.latency", c.network.latency, "per-message latency alpha, e.g. 30ms"),
       field("network.jitter", c.network.jitter, "extra latency drawn uniformly in [0, jitter)"),
       field("network.algorithm", c.network.algorithm,
             "{collective algorithms}: all-reduce algorithm ({collective algorithm help})"),
       field("network.server_bandwidth", c.network.server_bandwidth,
-            "ps only: the server's bandwidth (\"\" = network.bandwidth)"),
+            "ps (relay) only: the relay's bandwidth each way (\"\" = network.bandwidth)"),
       field("network.worker_bandwidth", c.network.worker_bandwidth,
             "per-worker bandwidth overrides, comma list (empty entry = default)"),
       field("network.worker_latency", c.network.worker_latency, "per-worker latency overrides, comma list"),
+      field("network.download_bandwidth", c.network.download_bandwidth,
+            "every link's download bandwidth (\"\" = network.bandwidth, symmetric), e.g. 500Mbit/s with "
+            "network.bandwidth = 110Mbit/s up; a ring is bound by the slowest uplink, a relay's download by the "
+            "slowest downlink"),
+      field("network.worker_download_bandwidth", c.network.worker_download_bandwidth,
+            "per-worker download overrides, comma list (empty entry = network.download_bandwidth)"),
       field("network.compute_time", c.network.compute_time,
             "flops | measured: a step's compute time modelled from its FLOPs at the device's rate (the same on a "
             "busy or a quiet machine) or measured on this machine"),
@@ -303,6 +312,8 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "per-island wide-area bandwidth overrides, comma list (empty entry = network.bandwidth)"),
       field("network.island_latency", c.network.island_latency,
             "per-island wide-area latency overrides, comma list (empty entry = network.latency)"),
+      field("network.island_download_bandwidth", c.network.island_download_bandwidth,
+            "per-island wide-area download overrides, comma list (empty entry = network.download_bandwidth)"),
       field("network.island_uplink", c.network.island_uplink,
             "per_device | shared: every device of an island has its own wide-area link, or they share one "
             "(flat and sharded exchanges then get bandwidth / D per device)"),

@@ -111,7 +111,11 @@ FlatConfig with_keys_added_later(FlatConfig done) {
                                        "optim.muon_exclude",
                                        "desloc.param_period",
                                        "desloc.first_moment_factor",
-                                       "desloc.second_moment_factor"};
+                                       "desloc.second_moment_factor",
+                                       "network.download_bandwidth",
+                                       "network.worker_download_bandwidth",
+                                       "network.island_download_bandwidth",
+                                       "run.peak_window_steps"};
   static const FlatConfig defaults = flatten(Config{});
   for (const char* key : kAdded)
     if (!done.count(key)) done.emplace(key, defaults.at(key));

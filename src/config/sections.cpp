@@ -50,6 +50,7 @@ void validate_training(const Config& c, std::vector<std::string>& e) {
   p.need(c.run.stop_at >= 0 && c.run.stop_at < std::max<int64_t>(c.train.steps, 1),
          "run.stop_at must be in [0, train.steps) (0 = run to the end)");
   p.enum_check("run.divergence_check", c.run.divergence_check, {"auto", "on", "off"});
+  p.need(c.run.peak_window_steps >= 1, "run.peak_window_steps must be >= 1 step");
   p.enum_check("run.resume", c.run.resume, {"false", "true", "auto"});
   p.need(!(c.run.resume == "true" && c.run.overwrite),
          "run.resume and run.overwrite exclude each other: resume continues "

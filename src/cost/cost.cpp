@@ -13,6 +13,7 @@
 #include "atoll/cost.h"
 #include "atoll/net.h"
 #include "compress/codec_names.h"
+#include "net/collective_algorithms.h"
 #include "net/island_exchanges.h"
 
 namespace atl {
@@ -70,6 +71,12 @@ std::string format_bandwidth(double bytes_per_second) {
   return fmt("%.3g Mbit/s", bits / 1e6);
 }
 
+// "100 Mbit/s", or "110 Mbit/s up / 500 Mbit/s down" for an asymmetric link.
+std::string link_text(const CostQuery& q) {
+  if (q.download <= 0 || q.download == q.bandwidth) return format_bandwidth(q.bandwidth);
+  return format_bandwidth(q.bandwidth) + " up / " + format_bandwidth(q.download) + " down";
+}
+
 // Rows of cells as left-aligned columns, two spaces apart, indented by two.
 std::string format_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width;
@@ -102,6 +109,12 @@ void check_query(const CostQuery& q) {
     problems.push_back("bandwidth must be > 0 bytes/s");
   }
   if (!(q.latency >= 0) || !std::isfinite(q.latency)) problems.push_back("latency must be >= 0 s");
+  if (!(q.download >= 0) || !std::isfinite(q.download)) {
+    problems.push_back("download bandwidth must be > 0 bytes/s (0 = the upload's)");
+  }
+  if (!(q.server_bandwidth >= 0) || !std::isfinite(q.server_bandwidth)) {
+    problems.push_back("relay bandwidth must be > 0 bytes/s (0 = the workers' upload)");
+  }
   if (q.steps < 0) problems.push_back("steps must be >= 0");
   if (!(q.step_seconds >= 0) || !std::isfinite(q.step_seconds)) {
     problems.push_back("step time must be >= 0 s");
@@ -198,11 +211,17 @@ IslandCostRow island_row(const std::string& name, const IslandNetwork& net, Comm
   return row;
 }
 
+// n identical links of the query's upload, download and latency, with the
+// relay's bandwidth.
+NetworkModel flat_network(const CostQuery& q, int64_t n, CollectiveAlgo algo) {
+  const std::vector<Link> links(static_cast<std::size_t>(n), Link{q.bandwidth, q.latency, q.download});
+  return NetworkModel(links, algo, q.server_bandwidth > 0 ? q.server_bandwidth : q.bandwidth, 0.0, 0);
+}
+
 // The islands' part of estimate_cost: each exchange for one sync of the
 // strategy, DDP every step for comparison, and the report's flat fields.
 void estimate_islands(const CostQuery& q, double model_bytes, double compute, CostReport& r) {
-  const std::vector<Link> wan_links(static_cast<std::size_t>(q.islands), Link{q.bandwidth, q.latency});
-  const NetworkModel wan(wan_links, q.algo, q.bandwidth, 0.0, 0);
+  const NetworkModel wan = flat_network(q, q.islands, q.algo);
   const Link intra{q.intra_bandwidth, q.intra_latency};
   const CommOp op = sync_op(q);
   for (const IslandExchangeInfo& ex : island_exchanges()) {
@@ -256,10 +275,20 @@ CostReport estimate_cost(const CostQuery& q) {
     estimate_islands(q, model_bytes, compute, r);
   } else {
     const CommOp op = sync_op(q);
-    r.sync_bytes_sent = bytes_for(op, q.algo, r.sync_payload_bytes, q.workers, false).sent;
-    const std::vector<Link> links(static_cast<std::size_t>(q.workers), Link{q.bandwidth, q.latency});
-    const NetworkModel net(links, q.algo, q.bandwidth, 0.0, 0);
-    r.sync_seconds = net.collective_seconds(op, r.sync_payload_bytes, 0);
+    for (const CollectiveAlgorithm& a : collective_algorithms()) {
+      AlgorithmCostRow row;
+      row.name = a.name;
+      row.chosen = a.algo == q.algo;
+      const ByteCount b = bytes_for(op, a.algo, r.sync_payload_bytes, q.workers, false);
+      row.sent = b.sent;
+      row.received = b.received;
+      row.sync_seconds = flat_network(q, q.workers, a.algo).collective_seconds(op, r.sync_payload_bytes, 0);
+      if (row.chosen) {
+        r.sync_bytes_sent = row.sent;
+        r.sync_seconds = row.sync_seconds;
+      }
+      r.algorithms.push_back(row);
+    }
   }
 
   r.run_bytes_sent = r.syncs * r.sync_bytes_sent;
@@ -312,7 +341,7 @@ std::string format_island_cost(const CostQuery& q, const CostReport& r, const st
          fmt(", %lld steps", static_cast<long long>(q.steps)) + " x " + format_seconds(q.step_seconds) + " compute\n";
   out += fmt("network: %lld island%s x %lld device%s = %lld device%s; wide-area ", islands, islands == 1 ? "" : "s",
              devices, devices == 1 ? "" : "s", n, n == 1 ? "" : "s") +
-         format_bandwidth(q.bandwidth) +
+         link_text(q) +
          (q.shared_uplink ? std::string(" per island, shared by its devices") : std::string(" per device link")) +
          fmt(", latency %g ms, ", q.latency * 1e3) + algo + "; inside an island " +
          format_bandwidth(q.intra_bandwidth) + fmt(" per link, latency %g ms\n", q.intra_latency * 1e3);
@@ -380,13 +409,19 @@ std::string format_cost(const CostQuery& q, const CostReport& r) {
 
   std::string out;
   out += "inputs: " + values_text(q, r) + ", " + fmt("%lld", static_cast<long long>(q.workers)) + " workers, " +
-         format_bandwidth(q.bandwidth) + fmt(" per link, latency %g ms, ", q.latency * 1e3) + algo + ", strategy " +
-         strategy + fmt(", %lld steps", static_cast<long long>(q.steps)) + " x " + format_seconds(q.step_seconds) +
-         " compute\n";
+         link_text(q) + fmt(" per link, latency %g ms, ", q.latency * 1e3) + algo + ", strategy " + strategy +
+         fmt(", %lld steps", static_cast<long long>(q.steps)) + " x " + format_seconds(q.step_seconds) + " compute\n";
   out += "one copy through one link: " + format_seconds(r.one_copy_seconds) + ", " + format_bytes(r.model_bytes) + "\n";
   out += "one sync (" + algo + fmt(", N=%lld): ", static_cast<long long>(q.workers)) + format_seconds(r.sync_seconds) +
          ", payload " + format_bytes(r.sync_payload_bytes) + ", sent per worker " + format_bytes(r.sync_bytes_sent) +
          "\n";
+  out += "the same sync under each algorithm (the relay's link: " +
+         format_bandwidth(q.server_bandwidth > 0 ? q.server_bandwidth : q.bandwidth) + " each way):\n";
+  std::vector<std::vector<std::string>> rows = {{"algorithm", "one sync", "sent per worker", "received per worker"}};
+  for (const AlgorithmCostRow& a : r.algorithms)
+    rows.push_back({(a.name == "ps" ? "ps (relay)" : a.name) + std::string(a.chosen ? ", chosen" : ""),
+                    format_seconds(a.sync_seconds), format_bytes(a.sent), format_bytes(a.received)});
+  out += format_table(rows);
   out += fmt("syncs in run: %.0f\n", r.syncs);
   out += "sent per worker in run: " + format_bytes(r.run_bytes_sent) + "\n";
   out += "communication time in run: " + format_seconds(r.run_comm_seconds) + "\n";

@@ -24,10 +24,35 @@ double tree_seconds(const AllReduceShape& a) {
   return 2.0 * static_cast<double>(ceil_log2(a.n)) * a.alpha + reduce_scatter_gather_seconds(a);
 }
 
-// Every worker sends S up and gets S back; the server's link carries N * S each way.
+// The relay's (parameter server's) link: network.server_bandwidth, or the
+// workers' slowest link when not given.
+double server_rate(const AllReduceShape& a) { return a.server_bandwidth > 0 ? a.server_bandwidth : a.beta; }
+
+// Every worker sends S up its uplink and gets the S-byte result down its
+// downlink; the relay's link carries N * S each way.
 double parameter_server_seconds(const AllReduceShape& a) {
-  const double server = a.server_bandwidth > 0 ? a.server_bandwidth : a.beta;
-  return 2.0 * a.alpha + 2.0 * std::max(a.payload / a.beta, static_cast<double>(a.n) * a.payload / server);
+  const double nd = static_cast<double>(a.n), server = server_rate(a);
+  return 2.0 * a.alpha + std::max(a.payload / a.up, nd * a.payload / server) +
+         std::max(a.payload / a.down, nd * a.payload / server);
+}
+
+// Ring all-gather: N - 1 hops, each rank forwards (N - 1) S over its link.
+double ring_gather_seconds(const AllReduceShape& a) {
+  const double hops = static_cast<double>(a.n) - 1.0;
+  return hops * a.alpha + hops * a.payload / a.beta;
+}
+
+// Recursive doubling: lg(N) rounds, the ring's volume.
+double tree_gather_seconds(const AllReduceShape& a) {
+  return static_cast<double>(ceil_log2(a.n)) * a.alpha + (static_cast<double>(a.n) - 1.0) * a.payload / a.beta;
+}
+
+// Through the relay: each worker uploads its S once; each downloads the
+// N - 1 others' (its downlink), the relay sends N (N - 1) S in all.
+double parameter_server_gather_seconds(const AllReduceShape& a) {
+  const double nd = static_cast<double>(a.n), server = server_rate(a);
+  return 2.0 * a.alpha + std::max(a.payload / a.up, nd * a.payload / server) +
+         std::max((nd - 1.0) * a.payload / a.down, nd * (nd - 1.0) * a.payload / server);
 }
 
 // Ring and recursive halving/doubling move the same volume.
@@ -44,6 +69,20 @@ ByteCount parameter_server_bytes(double, double s) {
   return c;
 }
 
+// Each rank's S reaches the N - 1 others, and it receives theirs.
+ByteCount ring_gather_bytes(double n, double s) {
+  ByteCount c;
+  c.sent = c.received = (n - 1.0) * s;
+  return c;
+}
+
+ByteCount parameter_server_gather_bytes(double n, double s) {
+  ByteCount c;
+  c.sent = s;                  // once, to the relay
+  c.received = (n - 1.0) * s;  // the others', from the relay
+  return c;
+}
+
 }  // namespace
 
 const std::vector<CollectiveAlgorithm>& collective_algorithms() {
@@ -53,19 +92,26 @@ const std::vector<CollectiveAlgorithm>& collective_algorithms() {
        {},
        "2(N-1) latencies, 2(N-1)/N of the payload each way",
        ring_seconds,
-       ring_bytes},
+       ring_bytes,
+       ring_gather_seconds,
+       ring_gather_bytes},
       {CollectiveAlgo::Tree,
        "tree",
        {},
-       "recursive halving/doubling: 2 lg N latencies, the ring's bytes",
+       "recursive halving/doubling: 2 lg N latencies (all-gather: lg N), the ring's bytes",
        tree_seconds,
-       ring_bytes},
+       ring_bytes,
+       tree_gather_seconds,
+       ring_gather_bytes},
       {CollectiveAlgo::ParameterServer,
        "ps",
-       {"parameter-server"},
-       "through one server whose link carries N payloads (network.server_bandwidth)",
+       {"parameter-server", "relay"},
+       "a relay (parameter server or object store) each worker uploads its payload to once and downloads the "
+       "result from; its link (network.server_bandwidth) carries N payloads each way",
        parameter_server_seconds,
-       parameter_server_bytes},
+       parameter_server_bytes,
+       parameter_server_gather_seconds,
+       parameter_server_gather_bytes},
   };
   return table;
 }

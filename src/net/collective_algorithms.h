@@ -19,7 +19,9 @@ struct AllReduceShape {
   int64_t n = 1;                // ranks taking part (>= 2 when a formula is asked)
   double payload = 0;           // S: bytes per rank
   double alpha = 0;             // the largest participating latency (s)
-  double beta = 1;              // the slowest participating link (bytes/s)
+  double beta = 1;              // the slowest participating uplink or downlink (bytes/s): min(up, down)
+  double up = 1;                // the slowest participating uplink (bytes/s)
+  double down = 1;              // the slowest participating downlink (bytes/s)
   double server_bandwidth = 0;  // network.server_bandwidth (<= 0: same as the workers')
 };
 
@@ -31,6 +33,9 @@ struct CollectiveAlgorithm {
   double (*all_reduce_seconds)(const AllReduceShape& shape);
   // Bytes one of n ranks sends and receives in an all-reduce of S bytes each.
   ByteCount (*all_reduce_bytes)(double n, double payload);
+  // The same two for an all-gather (each rank's S reaches the n - 1 others).
+  double (*all_gather_seconds)(const AllReduceShape& shape);
+  ByteCount (*all_gather_bytes)(double n, double payload);
 };
 
 // Every algorithm, in the order help and errors list them.

@@ -28,6 +28,7 @@ NetworkModel wan_network(const Config& cfg, uint64_t seed) {
   NetworkConfig wan = cfg.network;
   wan.worker_bandwidth = cfg.network.island_bandwidth;
   wan.worker_latency = cfg.network.island_latency;
+  wan.worker_download_bandwidth = cfg.network.island_download_bandwidth;
   wan.outages = "";  // per-worker; refused with islands (validate_islands)
   try {
     return NetworkModel::from_config(wan, island_layout(cfg).islands, seed);

@@ -164,7 +164,7 @@ OpCharge IslandNetwork::charge(CommOp op, double payload, double largest, double
         // island's payload from each of that island's D devices, and its own
         // island's payload from its D-1 neighbours.
         if (n > 1) {
-          c.sent = (static_cast<double>(n) - 1.0) * s;
+          c.sent = bytes_for(op, algo, s, n, false).sent;  // (n - 1) S, or S once to a relay
           c.received = dd * others + (dd - 1.0) * s;
         }
       } else {
@@ -188,7 +188,7 @@ OpCharge IslandNetwork::charge(CommOp op, double payload, double largest, double
       if (device == 0) {
         if (op == CommOp::AllGather) {
           if (p > 1) {
-            c.sent = (static_cast<double>(p) - 1.0) * s;
+            c.sent = bytes_for(op, algo, s, p, false).sent;
             c.received = others;
           }
         } else {
@@ -220,7 +220,7 @@ OpCharge IslandNetwork::charge(CommOp op, double payload, double largest, double
       const double slice = s / dd;
       if (op == CommOp::AllGather) {
         if (p > 1) {
-          c.sent = (static_cast<double>(p) - 1.0) * slice;
+          c.sent = bytes_for(op, algo, slice, p, false).sent;
           c.received = others / dd;
         }
       } else {

@@ -39,7 +39,7 @@ ByteCount bytes_for(CommOp op, CollectiveAlgo algo, double payload, int64_t worl
       c = collective_algorithm(algo).all_reduce_bytes(n, s);
       break;
     case CommOp::AllGather:
-      c.sent = c.received = (n - 1.0) * s;
+      c = collective_algorithm(algo).all_gather_bytes(n, s);
       break;
     case CommOp::Broadcast:
       if (is_root) {
@@ -70,6 +70,10 @@ NetworkModel::NetworkModel(std::vector<Link> links, CollectiveAlgo algo, double 
   for (std::size_t i = 0; i < links_.size(); ++i) {
     if (!(links_[i].bandwidth > 0) || !std::isfinite(links_[i].bandwidth)) {
       throw std::invalid_argument("NetworkModel: link " + std::to_string(i) + " bandwidth must be > 0 bytes/s");
+    }
+    if (!(links_[i].download >= 0) || !std::isfinite(links_[i].download)) {
+      throw std::invalid_argument("NetworkModel: link " + std::to_string(i) +
+                                  " download bandwidth must be > 0 bytes/s (0 = the upload's)");
     }
     if (!(links_[i].latency >= 0) || !std::isfinite(links_[i].latency)) {
       throw std::invalid_argument("NetworkModel: link " + std::to_string(i) + " latency must be >= 0 s");
@@ -107,7 +111,7 @@ double NetworkModel::op_seconds_for(CommOp op, double payload, const std::vector
                                 " ranks need the participants whose links they use (none given)");
   }
 
-  double beta = 0;
+  double up = 0, down = 0;
   double alpha = 0;
   for (std::size_t i = 0; i < participants.size(); ++i) {
     const int64_t r = participants[i];
@@ -116,27 +120,30 @@ double NetworkModel::op_seconds_for(CommOp op, double payload, const std::vector
                               std::to_string(workers() - 1));
     }
     const Link& l = links_[static_cast<std::size_t>(r)];
-    beta = i == 0 ? l.bandwidth : std::min(beta, l.bandwidth);
+    up = i == 0 ? l.bandwidth : std::min(up, l.bandwidth);
+    down = i == 0 ? l.down() : std::min(down, l.down());
     alpha = std::max(alpha, l.latency);
   }
+  // Every byte goes up one link and down another.
+  const double beta = std::min(up, down);
 
-  const double nd = static_cast<double>(n);
   const double s = payload;
   const double rounds = static_cast<double>(ceil_log2(n));
+  AllReduceShape shape;
+  shape.n = n;
+  shape.payload = s;
+  shape.alpha = alpha;
+  shape.beta = beta;
+  shape.up = up;
+  shape.down = down;
+  shape.server_bandwidth = server_bandwidth_;
   double t = 0;
   switch (op) {
-    case CommOp::AllReduce: {
-      AllReduceShape shape;
-      shape.n = n;
-      shape.payload = s;
-      shape.alpha = alpha;
-      shape.beta = beta;
-      shape.server_bandwidth = server_bandwidth_;
+    case CommOp::AllReduce:
       t = collective_algorithm(algo_).all_reduce_seconds(shape);
       break;
-    }
     case CommOp::AllGather:
-      t = (nd - 1.0) * alpha + (nd - 1.0) * s / beta;
+      t = collective_algorithm(algo_).all_gather_seconds(shape);
       break;
     case CommOp::Broadcast:
       t = rounds * alpha + s / beta;
@@ -162,7 +169,10 @@ NetworkModel NetworkModel::with_bandwidth_scaled(double factor) const {
   if (!(factor > 0) || !std::isfinite(factor))
     throw std::invalid_argument("NetworkModel::with_bandwidth_scaled: factor must be > 0");
   NetworkModel scaled = *this;
-  for (Link& l : scaled.links_) l.bandwidth *= factor;
+  for (Link& l : scaled.links_) {
+    l.bandwidth *= factor;
+    l.download *= factor;  // 0 (= the upload's) stays 0
+  }
   if (scaled.server_bandwidth_ > 0) scaled.server_bandwidth_ *= factor;
   return scaled;
 }

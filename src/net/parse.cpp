@@ -230,6 +230,18 @@ NetworkModel NetworkModel::from_config(const NetworkConfig& cfg, int64_t workers
     if (bw[i].empty()) continue;
     links[i].bandwidth = with_key("network.worker_bandwidth", [&] { return parse_bandwidth(bw[i]); });
   }
+  // Downloads: the per-worker entry, else network.download_bandwidth, else
+  // the link's upload (0 in Link).
+  if (!trim(cfg.download_bandwidth).empty()) {
+    const double down = with_key("network.download_bandwidth", [&] { return parse_bandwidth(cfg.download_bandwidth); });
+    for (Link& l : links) l.download = down;
+  }
+  const auto down = split_commas(cfg.worker_download_bandwidth);
+  check_length("network.worker_download_bandwidth", down.size());
+  for (std::size_t i = 0; i < down.size(); ++i) {
+    if (down[i].empty()) continue;
+    links[i].download = with_key("network.worker_download_bandwidth", [&] { return parse_bandwidth(down[i]); });
+  }
   const auto lat = split_commas(cfg.worker_latency);
   check_length("network.worker_latency", lat.size());
   for (std::size_t i = 0; i < lat.size(); ++i) {

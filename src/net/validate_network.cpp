@@ -93,6 +93,8 @@ void validate_islands(const Config& c, std::vector<std::string>& e) {
   };
   refuse("network.worker_bandwidth", c.network.worker_bandwidth, "; set network.island_bandwidth per island");
   refuse("network.worker_latency", c.network.worker_latency, "; set network.island_latency per island");
+  refuse("network.worker_download_bandwidth", c.network.worker_download_bandwidth,
+         "; set network.island_download_bandwidth per island");
   refuse("network.outages", c.network.outages, " (outages are per worker link; islands have no per-device link)");
   refuse("faults.absent", c.faults.absent, " (faults act on the strategy's workers, which are then islands)");
   refuse("faults.corrupt", c.faults.corrupt, " (faults act on the strategy's workers, which are then islands)");

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "atoll/config.h"
+#include "atoll/net.h"
 #include "atoll/report.h"
 #include "report/groups.h"
 #include "report/target_loss.h"
@@ -20,10 +21,26 @@
 namespace atl {
 namespace {
 
-std::vector<std::string> network_overrides(double bandwidth, double latency) {
+std::vector<std::string> network_overrides(double bandwidth, double latency, const WhatifOptions& w = {}) {
   std::vector<std::string> o = {"network.bandwidth=" + format_number("%.17g", bandwidth)};
   if (latency >= 0) o.push_back("network.latency=" + format_number("%.17g", latency) + "s");
+  if (w.download_ratio > 0)
+    o.push_back("network.download_bandwidth=" + format_number("%.17g", w.download_ratio * bandwidth));
+  if (!w.algorithm.empty()) o.push_back("network.algorithm=" + w.algorithm);
+  if (w.relay_bandwidth > 0) o.push_back("network.server_bandwidth=" + format_number("%.17g", w.relay_bandwidth));
   return o;
+}
+
+// What every run was retimed to besides the grid's bandwidth ("" = nothing).
+std::string network_note(const WhatifOptions& w) {
+  std::string note;
+  if (w.download_ratio > 0)
+    note += "every link uploads at the row's bandwidth and downloads at " + format_number("%.3g", w.download_ratio) +
+            " times it";
+  if (!w.algorithm.empty()) note += std::string(note.empty() ? "" : "; ") + "network.algorithm = " + w.algorithm;
+  if (w.relay_bandwidth > 0)
+    note += std::string(note.empty() ? "" : "; ") + "the relay's link " + format_bit_rate(w.relay_bandwidth);
+  return note;
 }
 
 RunData as_run_data(const RetimedRun& r, const std::string& dir) {
@@ -39,11 +56,10 @@ class Retimers {
     for (const auto& d : dirs) retimers_.emplace(d, RunRetimer(d));
   }
   // `dirs` (all of them when empty), in that order.
-  std::vector<RunData> at(double bandwidth, double latency, const Projection& p,
-                          const std::vector<std::string>& dirs = {}) const {
+  std::vector<RunData> at(double bandwidth, const WhatifOptions& o, const std::vector<std::string>& dirs = {}) const {
     std::vector<RunData> runs;
     for (const auto& d : dirs.empty() ? dirs_ : dirs)
-      runs.push_back(as_run_data(retimers_.at(d).retime(network_overrides(bandwidth, latency), p), d));
+      runs.push_back(as_run_data(retimers_.at(d).retime(network_overrides(bandwidth, o.latency, o), o.projection), d));
     return runs;
   }
 
@@ -90,6 +106,12 @@ WhatifResult run_whatif(const std::vector<std::string>& run_dirs, const WhatifOp
   WhatifResult result;
   result.bandwidths = log_grid(o.bandwidth_from, o.bandwidth_to, o.points_per_decade);
   result.projected = o.projection.active();
+  if (o.download_ratio < 0 || !std::isfinite(o.download_ratio))
+    throw std::invalid_argument("whatif: the download ratio must be > 0 (0 = each run's own links)");
+  if (o.relay_bandwidth < 0 || !std::isfinite(o.relay_bandwidth))
+    throw std::invalid_argument("whatif: the relay bandwidth must be > 0 bytes/s (0 = each run's own)");
+  if (!o.algorithm.empty()) parse_algorithm(o.algorithm);  // an unknown name lists the allowed ones
+  result.network_note = network_note(o);
   if (result.projected)
     result.projection_note =
         "Projection: every payload scaled to a " + format_number("%.3g", o.projection.params) +
@@ -120,7 +142,7 @@ WhatifResult run_whatif(const std::vector<std::string>& run_dirs, const WhatifOp
     result.settings.push_back(s);
   }
   for (double bw : result.bandwidths) {
-    const std::vector<RunData> runs = retimers.at(bw, o.latency, o.projection);
+    const std::vector<RunData> runs = retimers.at(bw, o);
     const std::vector<RunGroup> at = group_by_seed(runs);
     for (size_t k = 0; k < at.size() && k < result.settings.size(); ++k) {
       const SettingTimes t = setting_times(at[k], result.target_loss);
@@ -140,7 +162,7 @@ WhatifResult run_whatif(const std::vector<std::string>& run_dirs, const WhatifOp
     std::vector<std::string> pair_dirs = s.runs;
     pair_dirs.insert(pair_dirs.end(), b.runs.begin(), b.runs.end());
     auto difference = [&](double bw) {
-      const std::vector<RunData> runs = retimers.at(bw, o.latency, o.projection, pair_dirs);
+      const std::vector<RunData> runs = retimers.at(bw, o, pair_dirs);
       const std::vector<RunGroup> gs = group_by_seed(runs);
       if (gs.size() != 2) throw std::logic_error("whatif: a setting and the baseline did not form two groups");
       return setting_times(gs[0], result.target_loss).to_target - setting_times(gs[1], result.target_loss).to_target;
@@ -178,6 +200,7 @@ std::string whatif_markdown(const WhatifResult& r) {
   };
   std::string md = "# What-if networks\n\n";
   if (r.projected) md += "**" + r.projection_note + "**\n\n";
+  if (!r.network_note.empty()) md += "Links: " + r.network_note + ".\n\n";
   md += "Time to eval loss " + format_number("%.4g", r.target_loss) + " (" + r.target_why +
         "; simulated; the first evaluation at or below it, mean over seeds; a seed that never reaches it counts "
         "as its run's end, a lower bound: \"≥ T (k of K reached)\"), "

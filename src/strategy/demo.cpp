@@ -58,6 +58,7 @@ DemoStrategy::DemoStrategy(const Config& cfg, std::vector<at::Tensor> params, Co
     plan.value_offset = payload_bytes_;
     plan.index_offset = payload_bytes_ + blocks * plan.k * kValueBytes;
     payload_bytes_ = plan.index_offset + blocks * plan.k * index_bytes;
+    index_bytes_ += blocks * plan.k * index_bytes;
     coefficients_ += blocks * plan.k;
     total_params_ += p.numel();
     plans_.push_back(std::move(plan));
@@ -107,7 +108,10 @@ void DemoStrategy::step(int64_t, double lr) {
   }
 
   std::vector<at::Tensor> gathered;
+  const int64_t first_entry = comm_.ledger().ops();
   comm_.all_gather(send_, gathered, "demo");
+  comm_.ledger().describe_payload(first_entry,
+                                  BytesByPart{double(payload_bytes_ - index_bytes_), double(index_bytes_), 0.0});
   for (size_t r = 0; r < gathered.size(); ++r)
     if (gathered[r].numel() != payload_bytes_)
       throw std::runtime_error("DeMo: rank " + std::to_string(r) + " sent " + std::to_string(gathered[r].numel()) +

@@ -67,6 +67,7 @@ class DemoStrategy : public Strategy {
   at::Tensor send_;         // (s) uint8, reused every step
   double extra_flops_ = 0;  // this step's transforms and element-wise work (take_extra_flops)
   int64_t payload_bytes_ = 0, coefficients_ = 0, total_params_ = 0;
+  int64_t index_bytes_ = 0;  // of payload_bytes_, the positions (the ledger's split by part)
 };
 
 }  // namespace atl

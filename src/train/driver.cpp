@@ -310,7 +310,7 @@ class Driver {
     o.agreement_origin = origin;
     std::vector<WorkerReport> local;
     for (auto& s : slots_) {
-      local.push_back(s.report(cluster_.measured_comm_seconds(s.rank)));
+      local.push_back(s.report(cluster_.measured_comm_seconds(s.rank), cfg_.run.peak_window_steps));
       s.clear_window();
     }
     o.reports = cluster_.reports(local);

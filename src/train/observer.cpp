@@ -404,8 +404,16 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
   summary_.compute_utilisation = sim_time > 0 ? compute / sim_time : 1.0;
   summary_.bytes_sent_per_worker = sent;
   nlohmann::json by_tag = nlohmann::json::object(), per_worker = nlohmann::json::array();
+  nlohmann::json received_by_tag = nlohmann::json::object();
   double comm_wall = 0, compute_wall = 0, network_model = 0, intra_sent = 0, intra_network = 0;
+  double sent_values = 0, sent_indices = 0, sent_scales = 0, peak_sent = 0, compute_total = 0;
   for (const auto& r : o.reports) {
+    for (const auto& [tag, bytes] : r.received_by_tag) received_by_tag[tag] = received_by_tag.value(tag, 0.0) + bytes;
+    sent_values += r.sent_values;
+    sent_indices += r.sent_indices;
+    sent_scales += r.sent_scales;
+    peak_sent = std::max(peak_sent, r.peak_sent);
+    compute_total += r.compute_s;
     intra_sent += r.intra_sent;
     intra_network += r.intra_network_s;
     nlohmann::json w = {
@@ -426,6 +434,14 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
     network_model += r.network_model_s;
   }
   const double n = double(workers_);
+  // The busiest worker's peak as a rate: its busiest window's bytes over
+  // that many steps of the workers' mean compute (what its link must carry
+  // to hide them behind the compute).
+  auto peak_bandwidth = [&](double bytes, double compute_s) -> nlohmann::json {
+    const double per_step = cfg_.train.steps > 0 ? compute_s / double(cfg_.train.steps) : 0.0;
+    if (!(per_step > 0)) return nullptr;
+    return bytes / (double(cfg_.run.peak_window_steps) * per_step);
+  };
   nlohmann::json e = {
       {"event", "end"},
       {"final_val_loss", last_val_loss_},
@@ -451,6 +467,14 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
       {"eval_s", summary_.eval_wall_seconds},
       {"startup_s", number_or_null(startup_s_)},
       {"bytes_sent_by_tag_total", by_tag},
+      {"bytes_received_by_tag_total", received_by_tag},
+      {"bytes_sent_by_part_per_worker",
+       {{"values", sent_values / n}, {"indices", sent_indices / n}, {"scales", sent_scales / n}}},
+      {"part_shares_by_tag",
+       o.reports.empty() ? nlohmann::json::object() : nlohmann::json(o.reports.front().part_shares_by_tag)},
+      {"peak_window_steps", cfg_.run.peak_window_steps},
+      {"peak_sent_bytes_per_worker", peak_sent},
+      {"peak_bandwidth_per_worker", peak_bandwidth(peak_sent, compute_total / n)},
       {"ledger_per_worker", per_worker}};
   if (task_ == "classification") e["final_val_accuracy"] = number_or_null(summary_.final_val_accuracy);
   // Bitwise fingerprints of every worker's final parameters: equal runs

@@ -39,8 +39,10 @@ ReplayReading read(const VirtualClock& clock, const Communicator& comm, const Co
 // payloads.
 class WorkerReplay {
  public:
-  WorkerReplay(int64_t rank, SimCluster& cluster, const WorkerNetworks& nets, const ReplayScale& scale)
+  WorkerReplay(int64_t rank, SimCluster& cluster, const WorkerNetworks& nets, const ReplayScale& scale,
+               int64_t peak_window_steps)
       : rank_(rank),
+        peak_window_steps_(peak_window_steps),
         comm_(cluster.comm(rank)),
         island_(cluster.island_comm(rank)),
         scale_(scale),
@@ -75,6 +77,8 @@ class WorkerReplay {
     });
     out.at_step.push_back(read(clock_, comm_, island_));
     out.sent_by_tag = comm_.ledger().sent_by_tag();
+    out.received_by_tag = comm_.ledger().received_by_tag();
+    out.peak_sent = comm_.ledger().peak_sent(peak_window_steps_);
     return out;
   }
 
@@ -141,6 +145,7 @@ class WorkerReplay {
   }
 
   int64_t rank_;
+  int64_t peak_window_steps_;
   Communicator& comm_;
   Communicator* island_;
   ReplayScale scale_;
@@ -173,7 +178,7 @@ std::vector<ReplayedWorker> replay_traces(const Config& cfg, const std::vector<T
   for (int64_t r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       try {
-        WorkerReplay worker(r, cluster, nets, scale);
+        WorkerReplay worker(r, cluster, nets, scale, cfg.run.peak_window_steps);
         out[size_t(r)] = worker.run(traces[size_t(r)]);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(error_mutex);

@@ -27,7 +27,8 @@ struct ReplayReading {
 
 struct ReplayedWorker {
   std::vector<ReplayReading> at_step;  // [s]: after s steps, s = 0..steps
-  std::map<std::string, double> sent_by_tag;
+  std::map<std::string, double> sent_by_tag, received_by_tag;
+  double peak_sent = 0;  // Ledger::peak_sent over cfg.run.peak_window_steps
 };
 
 // What a projection changes in the recorded run (1, 1: the run as it was).

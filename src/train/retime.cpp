@@ -27,11 +27,23 @@ namespace {
 // Keys whose change moves only the clock and the ledger: the trajectory, the
 // compute charges and the order of every call stay as recorded.
 const std::set<std::string>& retimable_keys() {
-  static const std::set<std::string> keys = {
-      "network.bandwidth",        "network.latency",          "network.jitter",           "network.algorithm",
-      "network.server_bandwidth", "network.worker_bandwidth", "network.worker_latency",   "network.outages",
-      "network.intra_bandwidth",  "network.intra_latency",    "network.island_bandwidth", "network.island_latency",
-      "network.island_uplink",    "islands.exchange"};
+  static const std::set<std::string> keys = {"network.bandwidth",
+                                             "network.latency",
+                                             "network.jitter",
+                                             "network.algorithm",
+                                             "network.server_bandwidth",
+                                             "network.worker_bandwidth",
+                                             "network.worker_latency",
+                                             "network.outages",
+                                             "network.intra_bandwidth",
+                                             "network.intra_latency",
+                                             "network.island_bandwidth",
+                                             "network.island_latency",
+                                             "network.island_uplink",
+                                             "islands.exchange",
+                                             "network.download_bandwidth",
+                                             "network.worker_download_bandwidth",
+                                             "network.island_download_bandwidth"};
   return keys;
 }
 
@@ -145,6 +157,37 @@ class EventRewriter {
     }
     e["ledger_per_worker"] = per_worker;
     e["bytes_sent_by_tag_total"] = by_tag;
+    // Received bytes and the peak from the replayed ledgers; the split by
+    // part from each tag's shares in the recorded run (a message holds the
+    // same parts on any network).
+    nlohmann::json received_by_tag = nlohmann::json::object();
+    double peak = 0;
+    for (const ReplayedWorker& w : workers_) {
+      for (const auto& [tag, bytes] : w.received_by_tag) received_by_tag[tag] = received_by_tag.value(tag, 0.0) + bytes;
+      peak = std::max(peak, w.peak_sent);
+    }
+    e["bytes_received_by_tag_total"] = received_by_tag;
+    if (e.contains("peak_sent_bytes_per_worker")) {
+      e["peak_sent_bytes_per_worker"] = peak;
+      // As the run does it: over the window's steps of compute (here the workers' mean).
+      const double steps = double(workers_[0].at_step.size()) - 1, window = e.value("peak_window_steps", 1.0);
+      const double per_step = steps > 0 ? t.compute / n_ / steps : 0.0;
+      e["peak_bandwidth_per_worker"] = per_step > 0 ? nlohmann::json(peak / (window * per_step)) : nlohmann::json();
+    }
+    if (e.contains("bytes_sent_by_part_per_worker")) {
+      const nlohmann::json shares = e.value("part_shares_by_tag", nlohmann::json::object());
+      double indices = 0, scales = 0, total = 0;
+      for (const auto& [tag, bytes] : by_tag.items()) {
+        const double b = bytes.get<double>();
+        total += b;
+        const auto it = shares.find(tag);
+        if (it == shares.end() || !it->is_array() || it->size() != 3) continue;
+        indices += b * (*it)[1].get<double>();
+        scales += b * (*it)[2].get<double>();
+      }
+      e["bytes_sent_by_part_per_worker"] = {
+          {"values", (total - indices - scales) / n_}, {"indices", indices / n_}, {"scales", scales / n_}};
+    }
     e["network_model_s_per_worker"] = network / n_;
     if (e.contains("intra_bytes_sent_per_worker")) {
       e["intra_bytes_sent_per_worker"] = t.intra_sent / n_;
@@ -209,7 +252,8 @@ std::vector<std::string> retimable_overrides(const std::vector<std::string>& ove
           "': the run's trajectory and compute stay as recorded (compute_time, device, mfu and speed_factors change "
           "the compute; other keys change what is trained). Retimable: network.bandwidth, latency, jitter, algorithm, "
           "server_bandwidth, worker_bandwidth, worker_latency, outages, intra_bandwidth, intra_latency, "
-          "island_bandwidth, island_latency, island_uplink, islands.exchange");
+          "island_bandwidth, island_latency, island_uplink, download_bandwidth, worker_download_bandwidth, "
+          "island_download_bandwidth, islands.exchange");
     items.push_back(item.substr(item.find_first_not_of('-')));
   }
   return items;

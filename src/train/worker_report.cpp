@@ -40,6 +40,12 @@ nlohmann::json WorkerReport::to_json() const {
           {"comm_wall_s", comm_wall_s},
           {"compute_wall_s", compute_wall_s},
           {"sent_by_tag", sent_by_tag},
+          {"received_by_tag", received_by_tag},
+          {"sent_values", sent_values},
+          {"sent_indices", sent_indices},
+          {"sent_scales", sent_scales},
+          {"part_shares_by_tag", part_shares_by_tag},
+          {"peak_sent", peak_sent},
           {"events", events},
           {"intra_sent", intra_sent},
           {"intra_received", intra_received},
@@ -60,6 +66,12 @@ WorkerReport WorkerReport::from_json(const nlohmann::json& j) {
   r.comm_wall_s = j.at("comm_wall_s");
   r.compute_wall_s = j.at("compute_wall_s");
   r.sent_by_tag = j.at("sent_by_tag").get<std::map<std::string, double>>();
+  r.received_by_tag = j.at("received_by_tag").get<std::map<std::string, double>>();
+  r.sent_values = j.at("sent_values");
+  r.sent_indices = j.at("sent_indices");
+  r.sent_scales = j.at("sent_scales");
+  r.part_shares_by_tag = j.at("part_shares_by_tag").get<std::map<std::string, std::vector<double>>>();
+  r.peak_sent = j.at("peak_sent");
   r.events = j.at("events").get<std::vector<std::string>>();
   r.intra_sent = j.at("intra_sent");
   r.intra_received = j.at("intra_received");
@@ -89,11 +101,33 @@ WorkerReport parse_worker_report(const std::string& text, const std::string& who
     r.intra_sent = finite_number(j, "intra_sent");
     r.intra_received = finite_number(j, "intra_received");
     r.intra_network_s = finite_number(j, "intra_network_s");
-    const auto tags = j.find("sent_by_tag");
-    if (tags == j.end() || !tags->is_object() || tags->size() > kMaxReportTags)
-      throw std::invalid_argument("\"sent_by_tag\" is not an object of at most " + std::to_string(kMaxReportTags) +
-                                  " numbers");
-    for (const auto& [tag, v] : tags->items()) r.sent_by_tag[tag] = finite_number(*tags, tag.c_str());
+    r.sent_values = finite_number(j, "sent_values");
+    r.sent_indices = finite_number(j, "sent_indices");
+    r.sent_scales = finite_number(j, "sent_scales");
+    r.peak_sent = finite_number(j, "peak_sent");
+    for (const char* key : {"sent_by_tag", "received_by_tag"}) {
+      const auto tags = j.find(key);
+      if (tags == j.end() || !tags->is_object() || tags->size() > kMaxReportTags)
+        throw std::invalid_argument(std::string("\"") + key + "\" is not an object of at most " +
+                                    std::to_string(kMaxReportTags) + " numbers");
+      auto& out = std::string(key) == "sent_by_tag" ? r.sent_by_tag : r.received_by_tag;
+      for (const auto& [tag, v] : tags->items()) out[tag] = finite_number(*tags, tag.c_str());
+    }
+    const auto shares = j.find("part_shares_by_tag");
+    if (shares == j.end() || !shares->is_object() || shares->size() > kMaxReportTags)
+      throw std::invalid_argument("\"part_shares_by_tag\" is not an object of at most " +
+                                  std::to_string(kMaxReportTags) + " entries");
+    for (const auto& [tag, v] : shares->items()) {
+      if (!v.is_array() || v.size() != 3)
+        throw std::invalid_argument("\"part_shares_by_tag\"'s \"" + tag + "\" is not 3 numbers");
+      std::vector<double> three;
+      for (const auto& x : v) {
+        if (!x.is_number() || !std::isfinite(x.get<double>()))
+          throw std::invalid_argument("\"part_shares_by_tag\"'s \"" + tag + "\" holds a non-number");
+        three.push_back(x.get<double>());
+      }
+      r.part_shares_by_tag[tag] = three;
+    }
     const auto events = j.find("events");
     if (events == j.end() || !events->is_array() || events->size() > kMaxReportEvents)
       throw std::invalid_argument("\"events\" is not an array of at most " + std::to_string(kMaxReportEvents) +

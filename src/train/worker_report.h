@@ -23,7 +23,14 @@ struct WorkerReport {
   double intra_sent = 0, intra_received = 0, intra_network_s = 0;
   double comm_wall_s = 0;     // real runs: measured wall time inside collectives
   double compute_wall_s = 0;  // real runs: measured wall time of forward/backward and updates
-  std::map<std::string, double> sent_by_tag;
+  std::map<std::string, double> sent_by_tag, received_by_tag;
+  // Sent bytes by part (values, indices, scales), each tag's shares by part
+  // (tags whose messages carry indices or scales: a retimed run splits its
+  // new totals by them), and the most bytes sent within any
+  // run.peak_window_steps consecutive steps.
+  double sent_values = 0, sent_indices = 0, sent_scales = 0;
+  std::map<std::string, std::vector<double>> part_shares_by_tag;  // tag -> {values, indices, scales}
+  double peak_sent = 0;
   std::vector<std::string> events;  // "fault" events (JSON lines) since the last report
 
   nlohmann::json to_json() const;

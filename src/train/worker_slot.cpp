@@ -4,7 +4,7 @@
 
 namespace atl {
 
-WorkerReport WorkerSlot::report(double comm_wall) const {
+WorkerReport WorkerSlot::report(double comm_wall, int64_t peak_window_steps) const {
   WorkerReport r;
   r.loss_sum = loss_sum;
   r.loss_count = loss_count;
@@ -19,6 +19,13 @@ WorkerReport WorkerSlot::report(double comm_wall) const {
   r.comm_wall_s = comm_wall;
   r.compute_wall_s = compute_wall;
   r.sent_by_tag = l.sent_by_tag();
+  r.received_by_tag = l.received_by_tag();
+  const BytesByPart parts = l.sent_by_part();
+  r.sent_values = parts.values;
+  r.sent_indices = parts.indices;
+  r.sent_scales = parts.scales;
+  for (const auto& [tag, p] : l.part_shares_by_tag()) r.part_shares_by_tag[tag] = {p.values, p.indices, p.scales};
+  r.peak_sent = l.peak_sent(peak_window_steps);
   if (island_comm != nullptr) {
     const Ledger& in = island_comm->ledger();
     r.intra_sent = in.total_sent();

@@ -46,7 +46,8 @@ struct WorkerSlot {
 
   // Its figures since the last observation; `comm_wall` is the measured time
   // in collectives (real runs).
-  WorkerReport report(double comm_wall) const;
+  // peak_window_steps: run.peak_window_steps (WorkerReport::peak_sent).
+  WorkerReport report(double comm_wall, int64_t peak_window_steps) const;
   // Starts the next observation window.
   void clear_window();
   // Everything the worker carries from one step to the next: model,
