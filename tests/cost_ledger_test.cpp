@@ -67,9 +67,9 @@ TEST(CostCodec, Int8AndFp4CountTheirBlockScales) {
   EXPECT_EQ(estimate_cost(q).model_bytes, 64 * 1000 + 4 * 1000);
   q.codec_settings.block = 32;
   EXPECT_EQ(estimate_cost(q).model_bytes, 64 * 1000 + 4 * 4000);
-  q.codec = "fp8";
+  q.codec = "fp3";
   const std::string msg = testing::invalid_argument_message([&] { estimate_cost(q); });
-  EXPECT_NE(msg.find("unknown codec 'fp8'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown codec 'fp3'"), std::string::npos) << msg;
   EXPECT_NE(msg.find(codec_choices()), std::string::npos) << msg;
 }
 

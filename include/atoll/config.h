@@ -217,12 +217,12 @@ struct DdpConfig {
 
 // Payload compression shared by every strategy's `codec` (ALGORITHMS.md 8.5).
 struct CodecConfig {
-  int64_t block = 128;         // elements per fp32 scale in int8 / fp4 codecs
+  int64_t block = 128;         // elements per fp32 scale in the block codecs (int8, fp8, fp4, 2bit, sign)
   double topk_density = 0.01;  // fraction of entries the topk codec keeps
   bool error_feedback =
-      true;  // codecs that need it (topk, topk-chunk*, 2bit): carry what was not sent into the next payload
-  bool requantize_result = true;      // quantizing codecs (fp16, bf16, int8, fp4): the reduced mean is encoded and
-                                      // decoded once more, as a low-precision ring delivers it; false: the
+      true;  // codecs that need it (topk, topk-chunk*, 2bit, sign): carry what was not sent into the next payload
+  bool requantize_result = true;      // quantizing codecs (fp16, bf16, int8, fp8, fp4, 2bit, sign): the reduced mean is
+                                      // encoded and decoded once more, as a low-precision ring delivers it; false: the
                                       // decoded payloads are averaged exactly (optimistic). topk: no effect
   std::string topk_scope = "tensor";  // tensor: k_t = max(1, round(density * n_t)) largest of each tensor (DiLoCo's
                                       // pruning ablation; topk-chunk*: chunks within each tensor) | global: k

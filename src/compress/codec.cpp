@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "compress/chunk_topk.h"
+#include "compress/fp8.h"
 #include "compress/magnitude_select.h"
 #include "compress/two_bit.h"
 #include "compress/vector_clones.h"
@@ -156,10 +157,30 @@ ATOLL_VECTOR_CLONES void int8_block_float(const float* in, float* out, int64_t l
   int8_block(in + i, out + i, len - i, m);  // the last 0-3 values
 }
 
+// fp8, one block with fp32 max m > 0, any dtype: |v| * top / m rounded to
+// the format (compress/fp8.h), decoded as copysign(code * m / top, v) in
+// double and rounded once to the output dtype, +0 for a zero code, NaN for
+// NaN. |v| * top is exact for float inputs (top has 3 significant bits) and
+// the division correctly rounded, so ties with the format's midpoints (5
+// significant bits at most) are exact, as int8's are.
+template <typename T>
+void fp8_block(const T* in, T* out, int64_t len, double m, const Fp8Format& f) {
+  for (int64_t i = 0; i < len; ++i) {
+    const double v = double(in[i]);
+    const double q = fp8_round(std::abs(v) * f.max_finite / m, f);
+    out[i] = q == 0 ? T(0) : static_cast<T>(std::copysign(q * m / f.max_finite, v));
+  }
+}
+
+// int8, fp4 and fp8: a scale per block of `block` elements, the block's max
+// |x| (NaN skipped) as fp32; a block whose max is 0 decodes to zeros.
 class BlockCodec : public Codec {
  public:
-  // grid == nullptr: int8.
+  // int8 (grid == nullptr) and fp4 (a grid).
   BlockCodec(std::string name, const Grid* grid, int64_t block) : name_(std::move(name)), grid_(grid), block_(block) {}
+  // fp8.
+  BlockCodec(std::string name, const Fp8Format& fp8, int64_t block)
+      : name_(std::move(name)), fp8_(&fp8), block_(block) {}
 
   Encoded round_trip(const at::Tensor& x) override {
     const at::Tensor c = checked_payload(x, name_);
@@ -180,6 +201,8 @@ class BlockCodec : public Codec {
         const double m = double(static_cast<float>(amax));
         if (m == 0) {
           std::fill(out + lo, out + lo + len, scalar_t(0));
+        } else if (fp8_) {
+          fp8_block(in + lo, out + lo, len, m, *fp8_);
         } else if (grid_) {
           grid_block(in + lo, out + lo, len, m);
         } else {
@@ -197,7 +220,7 @@ class BlockCodec : public Codec {
   }
 
  private:
-  // The message as encoded: n codes (int8: a byte each; fp4: two to a byte)
+  // The message as encoded: n codes (int8, fp8: a byte each; fp4: two to a byte)
   // and `scales` fp32 block scales.
   double encoded_bytes(int64_t n, int64_t scales) const {
     return double(grid_ ? (n + 1) / 2 : n) + 4.0 * double(scales);
@@ -213,6 +236,8 @@ class BlockCodec : public Codec {
       const double m = double(block_abs_max(in + lo, len));
       if (m == 0) {
         std::fill(out + lo, out + lo + len, 0.0f);
+      } else if (fp8_) {
+        fp8_block(in + lo, out + lo, len, m, *fp8_);
       } else if (grid_) {
         const Grid& g = *grid_;
         for (size_t c = 0; c < 7; ++c) edge[c] = 0.5 * (g.g[c] + g.g[c + 1]) * m;
@@ -246,7 +271,8 @@ class BlockCodec : public Codec {
   }
 
   std::string name_;
-  const Grid* grid_;
+  const Grid* grid_ = nullptr;      // fp4's; int8 and fp8 have none
+  const Fp8Format* fp8_ = nullptr;  // fp8's format
   int64_t block_;
 };
 
@@ -280,6 +306,54 @@ class TwoBitCodec : public Codec {
     CodecSizing sizing;
     sizing.block = block_;
     return codec_encoded_bytes("2bit", n, sizing);
+  }
+
+ private:
+  int64_t block_;
+};
+
+// ---- signs -----------------------------------------------------------------
+
+// Per block of `block` entries, the scale s = mean |x| over the block (the
+// scale that minimises the block's squared error given the signs, and
+// EF-signSGD's, Karimireddy et al. 2019) as fp32, and each entry +s if x >= 0
+// else -s: one bit per entry. Biased (every entry decodes to +-s): used with
+// error feedback. The mean is summed in double in index order, so float32 and
+// float64 copies of a payload decode alike. A block whose scale is 0 decodes
+// to +0; a NaN entry makes its block's scale NaN, so that block decodes to
+// NaN and the others are untouched (an Inf one: that block to +-Inf).
+class SignCodec : public Codec {
+ public:
+  explicit SignCodec(int64_t block) : block_(block) {}
+  Encoded round_trip(const at::Tensor& x) override {
+    const at::Tensor c = checked_payload(x, "sign");
+    const int64_t n = c.numel();
+    at::Tensor d = at::empty_like(c);
+    int64_t scales = 0;
+    AT_DISPATCH_FLOATING_TYPES(c.scalar_type(), "sign_codec", [&] {
+      const scalar_t* in = c.data_ptr<scalar_t>();
+      scalar_t* out = d.data_ptr<scalar_t>();
+      for (int64_t lo = 0; lo < n; lo += block_, ++scales) {
+        const int64_t hi = std::min(n, lo + block_);
+        double sum = 0;
+        for (int64_t i = lo; i < hi; ++i) sum += std::abs(double(in[i]));
+        const float s = static_cast<float>(sum / double(hi - lo));  // the scale travels as fp32
+        if (s == 0) {
+          std::fill(out + lo, out + hi, scalar_t(0));
+          continue;
+        }
+        const scalar_t plus = scalar_t(s), minus = scalar_t(-s);
+        for (int64_t i = lo; i < hi; ++i) out[i] = in[i] < 0 ? minus : plus;
+      }
+    });
+    // The message: n sign bits, packed across the whole payload, and the fp32 scales.
+    return {d, double((n + 7) / 8) + 4.0 * double(scales), {}};
+  }
+  std::string name() const override { return "sign"; }
+  double bytes_for(int64_t n) const override {
+    CodecSizing sizing;
+    sizing.block = block_;
+    return codec_encoded_bytes("sign", n, sizing);
   }
 
  private:
@@ -365,7 +439,10 @@ std::unique_ptr<Codec> make_codec(const std::string& name, const CodecSizing& s)
   if (name == "int8") return std::make_unique<BlockCodec>(name, nullptr, s.block);
   if (name == "fp4" || name == "fp4-e3m0") return std::make_unique<BlockCodec>("fp4-e3m0", &kE3M0, s.block);
   if (name == "fp4-e2m1") return std::make_unique<BlockCodec>(name, &kE2M1, s.block);
+  if (name == "fp8" || name == "fp8-e4m3") return std::make_unique<BlockCodec>("fp8-e4m3", kFp8E4M3, s.block);
+  if (name == "fp8-e5m2") return std::make_unique<BlockCodec>(name, kFp8E5M2, s.block);
   if (name == "2bit") return std::make_unique<TwoBitCodec>(s.block);
+  if (name == "sign") return std::make_unique<SignCodec>(s.block);
   if (name == "topk") return std::make_unique<TopKCodec>(s.topk_density, s.index_bytes, s.topk_segments);
   if (name == "topk-chunk" || name == "topk-chunk-2bit") {
     check_chunk_sizing(s.chunk, s.chunk_topk);

@@ -10,6 +10,10 @@
 //   fp16, bf16  ATen's cast and back (round to nearest even); 2 bytes/element
 //   int8        per block: s = max|x| / 127, q = round_half_even(x / s) in [-127, 127];
 //               n + 4 * ceil(n / block) bytes
+//   fp8-e4m3    per block, |x| * 448 / max|x| rounded to OCP FP8 E4M3 (3 mantissa bits, subnormals
+//               down to 2^-9, no Inf), sign kept, decoded times max|x| / 448 ("fp8" is this one)
+//   fp8-e5m2    the same with E5M2 (2 mantissa bits, subnormals down to 2^-16) and 57344;
+//               both fp8: n + 4 * ceil(n / block) bytes (compress/fp8.h)
 //   fp4-e3m0    per block, grid max|x| * {0, 2^-6, ..., 2^0} with a sign ("fp4" is this one)
 //   fp4-e2m1    per block, grid (max|x| / 6) * {0, 0.5, 1, 1.5, 2, 3, 4, 6} (OCP MX FP4) with a sign;
 //               both fp4: ceil(n / 2) + 4 * ceil(n / block) bytes
@@ -19,6 +23,9 @@
 //               segment (empty segments keep 0) and sum(k_t) * (4 + index_bytes) bytes
 //   2bit        per block, grid max|x| * {-1, -1/3, 1/3, 1} (compress/two_bit.h);
 //               ceil(n / 4) + 4 * ceil(n / block) bytes; with error feedback by default
+//   sign        per block, s = mean |x| (fp32) and each x as +s (x >= 0) or -s: 1 bit each
+//               (EF-signSGD's scaled sign); ceil(n / 8) + 4 * ceil(n / block) bytes; with
+//               error feedback by default
 //   topk-chunk, topk-chunk-2bit  SparseLoCo's chunked top-k with bit-packed positions:
 //               compress/chunk_topk.h (the only codecs with a real wire format so far)
 //
@@ -26,7 +33,8 @@
 // code (IEEE roundTiesToEven on the 3-bit magnitude code; the OCP MX rule):
 // e2m1 0.25 -> 0, 0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4;
 // e3m0 (r = |x| / max) r <= 2^-7 -> 0 (tie to code 0), 0.75 * 2^e -> 2^e if the
-// code of 2^e (e + 7) is even, else 2^(e-1). A block codec's 4 scale bytes hold
+// code of 2^e (e + 7) is even, else 2^(e-1); fp8 to the even mantissa, saturating
+// at the format's largest finite value. A block codec's 4 scale bytes hold
 // the block's max|x| as fp32: the same information as max/127 or max/6, and it
 // makes the block maximum decode exactly.
 //
@@ -34,7 +42,9 @@
 // Full-precision values on the wire (fp32, topk) and block scales are fp32
 // whatever the input dtype: a float64 payload is counted at 4 bytes/element by
 // fp32 and topk and its decoded values are rounded to fp32; block codecs round
-// their scale (the block max) to fp32. fp16/bf16 cast float64 directly. The
+// their scale (the block max; sign's mean |x|) to fp32. A NaN entry stays in its
+// block: fp8 decodes it to NaN (the block max skips it), sign decodes its whole
+// block to NaN. fp16/bf16 cast float64 directly. The
 // decoded tensor always has x's dtype and shape and never aliases x.
 #pragma once
 
@@ -80,7 +90,7 @@ class Codec {
   virtual void add_wire(const at::Tensor& wire, at::Tensor& acc) const;
 };
 
-// name: one of codec_names(). block >= 1 (int8, fp4), 0 < topk_density <= 1 and
+// name: one of codec_names(). block >= 1 (the block codecs), 0 < topk_density <= 1 and
 // index_bytes >= 1 (topk) are checked for every name. topk_segments (topk only):
 // sizes of consecutive segments selected separately, summing to every payload's
 // numel; empty = the whole payload is one. Throws std::invalid_argument.

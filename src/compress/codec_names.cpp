@@ -15,7 +15,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // each format). Block scales are fp32.
 CodecBytes fp32_bytes(int64_t n, const CodecSizing&) { return {4.0 * double(n), 0, 0}; }
 CodecBytes half_bytes(int64_t n, const CodecSizing&) { return {2.0 * double(n), 0, 0}; }
-CodecBytes int8_bytes(int64_t n, const CodecSizing& s) { return {double(n), 0, 4.0 * double(ceil_div(n, s.block))}; }
+// A byte per value (int8, fp8), an fp32 scale per block.
+CodecBytes byte_bytes(int64_t n, const CodecSizing& s) { return {double(n), 0, 4.0 * double(ceil_div(n, s.block))}; }
 CodecBytes fp4_bytes(int64_t n, const CodecSizing& s) {
   return {double(ceil_div(n, 2)), 0, 4.0 * double(ceil_div(n, s.block))};
 }
@@ -23,6 +24,11 @@ CodecBytes fp4_bytes(int64_t n, const CodecSizing& s) {
 // 2 bits per value, an fp32 scale per block.
 CodecBytes two_bit_bytes(int64_t n, const CodecSizing& s) {
   return {double(ceil_div(2 * n, 8)), 0, 4.0 * double(ceil_div(n, s.block))};
+}
+
+// A bit per value, packed across the payload; an fp32 scale per block.
+CodecBytes sign_bytes(int64_t n, const CodecSizing& s) {
+  return {double(ceil_div(n, 8)), 0, 4.0 * double(ceil_div(n, s.block))};
 }
 
 std::vector<int64_t> segments_of(int64_t n, const CodecSizing& s, const char* codec) {
@@ -88,11 +94,15 @@ const std::vector<CodecInfo>& codec_table() {
       {"fp32", nullptr, false, true, false, fp32_bytes},
       {"fp16", nullptr, false, false, false, half_bytes},
       {"bf16", nullptr, false, false, false, half_bytes},
-      {"int8", nullptr, false, false, false, int8_bytes},
+      {"int8", nullptr, false, false, false, byte_bytes},
+      {"fp8", "fp8-e4m3", false, false, false, byte_bytes},
+      {"fp8-e4m3", nullptr, false, false, false, byte_bytes},
+      {"fp8-e5m2", nullptr, false, false, false, byte_bytes},
       {"fp4", "fp4-e3m0", false, false, false, fp4_bytes},
       {"fp4-e3m0", nullptr, false, false, false, fp4_bytes},
       {"fp4-e2m1", nullptr, false, false, false, fp4_bytes},
       {"2bit", nullptr, false, false, true, two_bit_bytes},
+      {"sign", nullptr, false, false, true, sign_bytes},
       {"topk", nullptr, true, false, true, topk_bytes},
       {"topk-chunk", nullptr, true, false, true, chunk_topk_bytes},
       {"topk-chunk-2bit", nullptr, true, false, true, chunk_topk_2bit_bytes},

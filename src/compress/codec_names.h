@@ -13,11 +13,12 @@
 
 namespace atl {
 
-// Elements per scale block for int8 / fp4. 128 keeps the fp32 scale at 4/128 =
-// 0.03 bytes/element (6% on top of fp4's 0.5, 3% on int8's 1) while keeping the
-// blocks local: e3m0 flushes everything below max/128 of its block to zero, so
-// one outlier must not set the scale of thousands of elements (torchft's 2048
-// would, MX formats use 32 with 1-byte scales).
+// Elements per scale block for int8 / fp8 / fp4 / 2bit / sign. 128 keeps the
+// fp32 scale at 4/128 = 0.03 bytes/element (6% on top of fp4's 0.5, 3% on
+// int8's 1) while keeping the blocks local: e3m0 flushes everything below
+// max/128 of its block to zero, so one outlier must not set the scale of
+// thousands of elements (torchft's 2048 would, MX formats use 32 with 1-byte
+// scales).
 inline constexpr int64_t kDefaultCodecBlock = 128;
 inline constexpr double kDefaultTopkDensity = 0.01;
 // The chunked top-k codecs' defaults: SparseLoCo's (arXiv 2508.15706) k = 64
@@ -28,7 +29,7 @@ inline constexpr int64_t kDefaultChunkTopk = 64;
 // What an encoded payload's size depends on besides its length: the [codec]
 // knobs and the wire's index width.
 struct CodecSizing {
-  int64_t block = kDefaultCodecBlock;         // int8, fp4: elements per fp32 scale
+  int64_t block = kDefaultCodecBlock;         // block codecs (int8, fp8, fp4, 2bit, sign): elements per fp32 scale
   double topk_density = kDefaultTopkDensity;  // topk: fraction of entries kept
   int64_t index_bytes = 4;                    // topk: bytes per sent index
   std::vector<int64_t> topk_segments;         // topk, topk-chunk*: sizes selected separately; empty: the payload is one
@@ -56,9 +57,9 @@ struct CodecInfo {
   // Sends the values as they are (fp32): nothing to encode or re-quantize.
   bool uncompressed;
   // Biased enough that it needs error feedback to train (drops entries, or
-  // has 2 bits): with codec.error_feedback (the default) each worker keeps
+  // has 1 or 2 bits): with codec.error_feedback (the default) each worker keeps
   // what the codec lost and adds it to its next payload. The unbiased-ish
-  // rounding codecs (fp16 to fp4) are used without.
+  // rounding codecs (fp16 to fp4, fp8) are used without.
   bool feedback;
   // Bytes of an encoded payload of n >= 0 elements, by part: values, block
   // scales, indices. The encoder counts their sum (CodecTable tests, every codec).

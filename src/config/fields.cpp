@@ -201,12 +201,13 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("ddp.first_bucket_mb", c.ddp.first_bucket_mb,
             "overlap: cap of the first bucket (last layers) in MiB (PyTorch 1)"),
 
-      field("codec.block", c.codec.block, "elements per fp32 scale in the int8 and fp4 codecs"),
+      field("codec.block", c.codec.block, "elements per fp32 scale in the block codecs (int8, fp8, fp4, 2bit, sign)"),
       field("codec.topk_density", c.codec.topk_density, "fraction of entries the topk codec keeps"),
       field("codec.error_feedback", c.codec.error_feedback,
-            "codecs that need it (topk, topk-chunk*, 2bit): add what was not sent to the next payload"),
+            "codecs that need it (topk, topk-chunk*, 2bit, sign): add what was not sent to the next payload"),
       field("codec.requantize_result", c.codec.requantize_result,
-            "fp16/bf16/int8/fp4: re-encode the reduced mean as a low-precision ring delivers it (false: exact sum)"),
+            "dense lossy codecs (fp16 to fp4, 2bit, sign): re-encode the reduced mean as a low-precision ring delivers "
+            "it (false: exact sum)"),
       field("codec.topk_scope", c.codec.topk_scope,
             "tensor (k largest of each tensor, DiLoCo's ablation; topk-chunk*: chunks within each tensor) | global (of "
             "the whole flat payload)"),
