@@ -97,7 +97,7 @@ FlatConfig with_keys_added_later(FlatConfig done) {
   // = auto checks only real runs, and runs were compared and reused only
   // as simulations.
   // Muon's knobs (optim.muon_*) act only with optim.name = muon, [desloc] only
-  // with its method.
+  // with its method. streaming.eager = false is Streaming DiLoCo as before.
   static const char* const kAdded[] = {"codec.chunk",
                                        "codec.chunk_topk",
                                        "sparseloco.outer_lr",
@@ -111,7 +111,8 @@ FlatConfig with_keys_added_later(FlatConfig done) {
                                        "optim.muon_exclude",
                                        "desloc.param_period",
                                        "desloc.first_moment_factor",
-                                       "desloc.second_moment_factor"};
+                                       "desloc.second_moment_factor",
+                                       "streaming.eager"};
   static const FlatConfig defaults = flatten(Config{});
   for (const char* key : kAdded)
     if (!done.count(key)) done.emplace(key, defaults.at(key));
