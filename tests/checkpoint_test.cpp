@@ -43,7 +43,8 @@ std::vector<nlohmann::json> deterministic_events(const fs::path& dir) {
 std::vector<std::string> resume_cases() {
   std::vector<std::string> cases = testing::every_strategy();
   cases.push_back("diloco_with_faults");
-  cases.push_back("muloco");  // DiLoCo with Muon: its momentum kept across the stop
+  cases.push_back("muloco");           // DiLoCo with Muon: its momentum kept across the stop
+  cases.push_back("streaming_eager");  // both fragments' all-reduces and payloads in flight at the stop
   return cases;
 }
 
@@ -51,9 +52,15 @@ std::vector<std::string> resume_cases() {
 // stop are here, and only here.
 Config resume_config(const std::string& param, const std::string& out_dir) {
   const bool faults = param == "diloco_with_faults";
-  const std::string strategy = faults || param == "muloco" ? "diloco" : param;
+  const std::string strategy = faults || param == "muloco"  ? "diloco"
+                               : param == "streaming_eager" ? "streaming"
+                                                            : param;
   Config cfg = tiny_config(strategy, testing::workers_for(strategy, 3));
   if (param == "muloco") cfg.optim.name = "muon";
+  if (param == "streaming_eager") {  // syncs after steps 1, 5, 9 (fragment 0) and 3, 7 (fragment 1)
+    cfg.streaming.eager = true;
+    cfg.streaming.overlap = 0;
+  }
   cfg.run.out_dir = out_dir;
   cfg.train.steps = 24;
   cfg.train.log_every = 3;

@@ -2,6 +2,7 @@
 // the strategy table on the generated data, stored in tests/golden/<name>.json.
 // A change to any strategy's math moves them; rewrite one deliberately with
 //   ATOLL_UPDATE_GOLDEN=1 build/tests/atoll_tests --gtest_filter='EveryStrategy/GoldenTrajectory.*/<name>'
+// (a variant: 'Variants/GoldenTrajectory.*/<name>')
 // (without the filter every method's file is rewritten). The tolerance allows
 // for BLAS kernels that round differently on another CPU.
 #include <gtest/gtest.h>
@@ -23,8 +24,8 @@ namespace fs = std::filesystem;
 
 // Variants: settings that are no method of the table but change a method's
 // math, each with its file in tests/golden/variants/ (MuLoCo: DiLoCo with the
-// Muon inner optimizer).
-bool is_variant(const std::string& name) { return name == "muloco"; }
+// Muon inner optimizer; streaming_eager: Streaming DiLoCo with eager updates).
+bool is_variant(const std::string& name) { return name == "muloco" || name == "streaming_eager"; }
 
 fs::path golden_path(const std::string& method) {
   const fs::path dir = fs::path(ATOLL_SOURCE_DIR) / "tests" / "golden";
@@ -34,9 +35,13 @@ fs::path golden_path(const std::string& method) {
 // The run every golden file records; the per-method settings each method's
 // mechanism needs within 20 steps are here, and only here.
 Config golden_config(const std::string& method) {
-  const std::string strategy = method == "muloco" ? "diloco" : method;
+  const std::string strategy = method == "muloco" ? "diloco" : method == "streaming_eager" ? "streaming" : method;
   Config cfg = tiny_config(strategy, testing::workers_for(strategy, 3));
   if (method == "muloco") cfg.optim.name = "muon";
+  if (method == "streaming_eager") {
+    cfg.streaming.eager = true;
+    cfg.streaming.overlap = 0;
+  }
   cfg.noloco.inner_steps = 5;
   cfg.desloc.param_period = 5;  // moments averaged after steps 10 and 20 (first), 15 (second)
   cfg.desloc.first_moment_factor = 2;
@@ -67,7 +72,8 @@ TEST_P(GoldenTrajectory, TwentyStepTrajectoryIsUnchanged) {
     ASSERT_TRUE(fs::exists(path)) << "strategy '" << method << "' has no golden trajectory: " << path
                                   << " does not exist. Once its math is right, record it deliberately with\n"
                                   << "  ATOLL_UPDATE_GOLDEN=1 build/tests/atoll_tests "
-                                  << "--gtest_filter='EveryStrategy/GoldenTrajectory.*/" << method << "'\n"
+                                  << "--gtest_filter='" << (is_variant(method) ? "Variants" : "EveryStrategy")
+                                  << "/GoldenTrajectory.*/" << method << "'\n"
                                   << "and commit the file.";
   }
   nlohmann::json got = nlohmann::json::array();
@@ -95,7 +101,8 @@ TEST_P(GoldenTrajectory, TwentyStepTrajectoryIsUnchanged) {
 
 INSTANTIATE_TEST_SUITE_P(EveryStrategy, GoldenTrajectory, ::testing::ValuesIn(testing::every_strategy()),
                          testing::method_test_name);
-INSTANTIATE_TEST_SUITE_P(Variants, GoldenTrajectory, ::testing::Values("muloco"), testing::method_test_name);
+INSTANTIATE_TEST_SUITE_P(Variants, GoldenTrajectory, ::testing::Values("muloco", "streaming_eager"),
+                         testing::method_test_name);
 
 }  // namespace
 }  // namespace atl

@@ -1,5 +1,5 @@
-// Streaming DiLoCo: fragments, the staggered schedule, overlap and the
-// equivalence with DiLoCo.
+// Streaming DiLoCo: fragments, the staggered schedule, overlap, the
+// equivalence with DiLoCo, and eager updates (streaming.eager).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -7,6 +7,7 @@
 #include <map>
 
 #include "atoll/comm.h"
+#include "atoll/setup.h"
 #include "atoll/strategy.h"
 #include "strategy/streaming.h"
 #include "strategy_harness.h"
@@ -126,6 +127,142 @@ TEST(Streaming, MergeKeepsAlphaOfTheLocalValues) {
   auto c = run(streaming_config(4, 1, 0, 0.0), 2, 8, 0.01, own_data);
   EXPECT_TRUE(at::equal(c[0][1], c[1][1]));
   EXPECT_FALSE(at::equal(c[0][0], c[1][0]));
+}
+
+// ---------------------------------------------------------------------------
+// Eager updates (streaming.eager; arXiv 2502.12996)
+
+Config eager_config(int64_t h, int64_t fragment_blocks, double alpha, const std::string& codec = "fp32") {
+  Config cfg = streaming_config(h, fragment_blocks, 0, alpha, codec);
+  cfg.streaming.eager = true;
+  return cfg;
+}
+
+TEST(StreamingEager, OneWorkerEqualsBlockingStreamingBitwise) {
+  // N = 1: mean_prev is the worker's own last payload, so the estimate
+  // mean_prev + (Delta - Delta_prev) / 1 is this round's Delta, as tau = 0 has it.
+  auto a = run(eager_config(4, 1, 0.5), 1, 14, 0.01, own_data);  // F = 2, the first round included
+  auto b = run(streaming_config(4, 1, 0, 0.5), 1, 14, 0.01, own_data);
+  EXPECT_TRUE(bitwise_equal(a[0], b[0]));
+}
+
+TEST(StreamingEager, EachFragmentStartsOneAllReducePerRoundAtItsSyncStep) {
+  std::vector<Ledger> ledgers;
+  RunOptions o;
+  o.ledgers = &ledgers;
+  run_with(eager_config(4, 1, 0.5), 2, 16, 0.01, own_data, o);  // F = 2
+  for (const Ledger& l : ledgers) {
+    std::map<std::string, std::vector<int64_t>> steps;
+    for (const auto& e : l.entries()) {
+      EXPECT_EQ(e.op, CommOp::AllReduce) << e.tag;
+      steps[e.tag].push_back(e.step);
+    }
+    ASSERT_EQ(steps.size(), 2u);
+    // At the sync steps o_p + kH (o_0 = 1, o_1 = 3), none tau steps early:
+    // each waits for the one started H steps before.
+    EXPECT_EQ(steps["fragment/0"], (std::vector<int64_t>{1, 5, 9, 13}));
+    EXPECT_EQ(steps["fragment/1"], (std::vector<int64_t>{3, 7, 11, 15}));
+  }
+}
+
+// Every worker's parameters and theta_g after each step (trace[r][t][k]).
+struct EagerTrace {
+  History params, global;
+};
+
+EagerTrace run_tracing_global(const Config& cfg, int64_t n, int64_t steps, double lr) {
+  InProcessGroup group(n);
+  std::vector<Worker> workers(n, Worker(at::kDouble));
+  for (auto& w : workers)
+    for (auto& p : w.params) p = p.detach().clone().requires_grad_();
+  EagerTrace trace;
+  trace.params.assign(n, {});
+  trace.global.assign(n, {});
+  on_threads(group, [&](int64_t r, Communicator& comm) {
+    auto strategy = make_strategy(cfg, workers[r].params, comm);
+    for (int64_t t = 0; t < steps; ++t) {
+      comm.set_step(t);
+      workers[r].backward(own_data(r), t);
+      strategy->step(t, lr);
+      std::vector<at::Tensor> params, global;
+      for (auto& p : workers[r].params) params.push_back(p.detach().clone());
+      for (auto& g : *strategy->global_params()) global.push_back(g.clone());
+      trace.params[r].push_back(params);
+      trace.global[r].push_back(global);
+    }
+  });
+  return trace;
+}
+
+TEST(StreamingEager, EachWorkerStepsWithItsOwnFreshOuterGradientAndTheOthersOfTheRoundBefore) {
+  // alpha = 1 leaves the workers' own values alone, so they train as if
+  // alone and their trajectories are known; no momentum: theta_g_i moves by
+  // -lr_out Delta~_i, with Delta~_i = (Delta_i^(r) + sum_{j != i} Delta_j^(r-1)) / N
+  // and nothing before the first round.
+  Config cfg = eager_config(2, 2, 1.0);  // one fragment of both tensors, syncs after steps 1, 3, 5, 7
+  cfg.diloco.outer_momentum = 0;
+  const int64_t n = 3, steps = 8;
+  const double lr_out = cfg.diloco.outer_lr;
+  const EagerTrace got = run_tracing_global(cfg, n, steps, 0.01);
+  // Each worker's theta_g from the common start, and its last outer gradient.
+  std::vector<std::vector<at::Tensor>> global, previous(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    global.push_back({});
+    for (auto& p : Worker(at::kDouble).params) global.back().push_back(p.detach().clone());
+  }
+  for (int64_t t = 0; t < steps; ++t) {
+    if (t % 2 == 1) {
+      std::vector<std::vector<at::Tensor>> fresh(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i)
+        for (size_t k = 0; k < 2; ++k) fresh[i].push_back(global[i][k] - got.params[i][t][k]);
+      for (int64_t i = 0; i < n; ++i)
+        for (size_t k = 0; k < 2; ++k) {
+          at::Tensor estimate = fresh[i][k].clone();
+          for (int64_t j = 0; j < n; ++j)
+            if (j != i && !previous[j].empty()) estimate += previous[j][k];
+          global[i][k] -= lr_out * estimate / double(n);
+        }
+      previous = fresh;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_LT(max_abs_diff(got.global[i][t], global[i]), 1e-12) << "worker " << i << " after step " << t;
+  }
+  // So the workers' theta_g differ (by lr_out / N times their outer gradients' differences).
+  EXPECT_GT(max_abs_diff(got.global[0].back(), got.global[1].back()), 1e-6);
+  EXPECT_GT(max_abs_diff(got.global[1].back(), got.global[2].back()), 1e-6);
+}
+
+TEST(StreamingEager, AGlobalModelPerWorkerSoTheDivergenceCheckSkipsIt) {
+  InProcessGroup group(1);
+  auto params = Worker(at::kDouble).params;
+  EXPECT_FALSE(make_strategy(eager_config(4, 1, 0.5), params, group.rank(0))->shared_global());
+  EXPECT_TRUE(make_strategy(streaming_config(4, 1, 1, 0.5), params, group.rank(0))->shared_global());
+}
+
+TEST(StreamingEager, AnOverlapIsRefusedSayingWhatIsAllowed) {
+  auto joined_lines = [](const std::vector<std::string>& lines) {
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    return out;
+  };
+  Config c;
+  c.strategy.name = "streaming";
+  c.strategy.workers = 2;
+  c.streaming.eager = true;
+  ASSERT_EQ(c.streaming.overlap, 1);  // the default
+  const auto e = validate(c);
+  ASSERT_EQ(e.size(), 1u) << joined_lines(e);
+  EXPECT_NE(e[0].find("streaming.eager = true overlaps each fragment's all-reduce with the whole next round (H "
+                      "steps), so streaming.overlap (tau) does not apply: set streaming.overlap = 0 (it is 1), or "
+                      "streaming.eager = false to overlap tau steps"),
+            std::string::npos)
+      << e[0];
+  c.streaming.overlap = 0;
+  EXPECT_TRUE(validate(c).empty()) << joined_lines(validate(c));
+  // Another method does not read [streaming]: its keys there are not checked against each other.
+  c.streaming.overlap = 1;
+  c.strategy.name = "diloco";
+  EXPECT_TRUE(validate(c).empty()) << joined_lines(validate(c));
 }
 
 }  // namespace

@@ -380,6 +380,63 @@ TEST(Train, StreamingOverlapHidesAFragmentsAllReduceBehindTheNextSteps) {
   EXPECT_NEAR(blocked[1], 0, 1e-12);
 }
 
+TEST(Train, StreamingEagerWaitsForEachFragmentsAllReduceAWholeRoundLaterAndNeverBlocks) {
+  // Flops mode, identical workers, a link so slow that the whole model takes
+  // 3 steps to cross: some fragment's transfer outlasts the one step tau = 1
+  // hides, none the H = 4 steps eager updates hide (ALGORITHMS.md 7.3:
+  // overlap budget H steps), the first round included.
+  double blocked[2] = {0, 0}, step_s = 0;
+  for (int eager : {0, 1}) {
+    Config cfg = tiny_config("streaming", 2);
+    cfg.model.n_layer = 2;
+    cfg.streaming.fragment_blocks = 1;  // F = 2
+    cfg.streaming.overlap = 1 - eager;
+    cfg.streaming.eager = eager == 1;
+    cfg.streaming.codec = "fp32";
+    cfg.diloco.inner_steps = 4;
+    cfg.network.compute_time = "flops";
+    cfg.network.device_flops = 1e9;
+    RunSummary s = simulate(cfg);
+    nlohmann::json start = nlohmann::json::parse(s.events.front());
+    step_s = start["flops_per_token"].get<double>() * start["tokens_per_step_per_worker"].get<double>() /
+             (1e9 * cfg.network.mfu);
+    cfg.network.bandwidth = std::to_string(4.0 * double(s.params) / (3 * step_s));
+    s = simulate(cfg);
+    for (const auto& line : s.events) {
+      auto e = nlohmann::json::parse(line);
+      if (e["event"] == "train") blocked[eager] = e["blocked_s"].get<double>();
+    }
+    // The outer steps' modelled work: 10 operations per parameter of a
+    // synced fragment, 13 with the eager estimate; every fragment syncs 5 times.
+    const double outer = (eager ? 13.0 : 10.0) * 5 * double(s.params) / (1e9 * cfg.network.mfu);
+    EXPECT_NEAR(s.sim_seconds, 20 * step_s + outer + blocked[eager], 1e-9) << "eager " << eager;
+  }
+  EXPECT_GT(blocked[0], 0.5 * step_s);
+  EXPECT_NEAR(blocked[1], 0, 1e-12);
+}
+
+TEST(Train, StreamingEagerTrainsWithPerWorkerGlobalModelsThatTheDivergenceCheckLeavesAlone) {
+  Config cfg = tiny_config("streaming", 2);
+  cfg.model.n_layer = 2;
+  cfg.streaming.fragment_blocks = 1;  // F = 2
+  cfg.streaming.overlap = 0;
+  cfg.streaming.eager = true;
+  cfg.diloco.inner_steps = 4;
+  cfg.train.steps = 60;
+  cfg.optim.lr = 1e-2;
+  cfg.run.divergence_check = "on";  // would stop the run at its first sync: the workers' theta_g differ
+  const RunSummary s = simulate(cfg);
+  double first_val = -1;
+  nlohmann::json end;
+  for (const auto& e : events_of(s)) {
+    if (e["event"] == "eval" && first_val < 0) first_val = e["val_loss"].get<double>();
+    if (e["event"] == "end") end = e;
+  }
+  EXPECT_LT(s.final_val_loss, first_val - 0.5) << "first evaluation " << first_val;
+  EXPECT_FALSE(end.at("bytes_sent_by_tag_total").contains("divergence-check")) << end;
+  EXPECT_TRUE(end.at("bytes_sent_by_tag_total").contains("fragment/1")) << end;
+}
+
 TEST(Train, LearningRateWarmsUpLinearlyThenDecaysToTheFloor) {
   OptimConfig o;
   o.lr = 1.0;

@@ -275,6 +275,10 @@ struct StreamingConfig {
   int64_t overlap = 1;        // tau: inner steps a fragment's all-reduce overlaps (0 = blocking)
   double alpha = 0.5;         // alpha: merge theta_i <- (1 - alpha) theta_g + alpha theta_i
   std::string codec = "fp4";  // outer-gradient payload codec (paper: FP4)
+  // Eager updates (Kale et al. 2025, arXiv 2502.12996): a fragment's
+  // all-reduce overlaps the whole next round and each worker steps with its
+  // own fresh outer gradient in place of the one in flight (streaming.h).
+  bool eager = false;
 };
 
 // SparseLoCo (Sarfi et al. 2025, arXiv 2508.15706); ALGORITHMS.md 8.7: DiLoCo

@@ -43,6 +43,11 @@ class Strategy {
   // The model to evaluate if the method keeps a global one (DiLoCo's theta_g),
   // else nullptr (the driver then evaluates the workers' average).
   virtual const std::vector<at::Tensor>* global_params() const { return nullptr; }
+  // Whether every worker holds the same global_params() after each sync (the
+  // divergence check compares them). False for a method whose global copies
+  // are per-worker by design: Streaming DiLoCo with eager updates steps each
+  // worker's theta_g with that worker's own outer gradient.
+  virtual bool shared_global() const { return true; }
   // Method-specific counters for the metrics (e.g. SPARTA's exchanges so
   // far). Read by the driver only while the worker is parked.
   virtual std::map<std::string, double> stats() const { return {}; }

@@ -69,11 +69,9 @@ void add_sparse(at::Tensor& acc, const at::Tensor& packed) {
   acc.index_add_(0, idx.to(at::kLong), val.to(acc.scalar_type()));
 }
 
-}  // namespace
-
-void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag,
+// mean_all_reduce once x is encoded (`bytes` on the wire).
+void mean_of_encoded(Communicator& comm, PayloadCodec& codec, at::Tensor& x, double bytes, const std::string& tag,
                      const std::vector<int64_t>& buckets) {
-  const double bytes = codec.encode(x);
   const int64_t first_entry = comm.ledger().ops();
   if (!codec.sparse()) {
     const double wire = codec.lossless() ? -1 : bytes;
@@ -101,12 +99,22 @@ void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, con
   x.copy_(acc.div_(double(comm.size())));
 }
 
-Work mean_all_reduce_async(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag) {
+}  // namespace
+
+void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag,
+                     const std::vector<int64_t>& buckets) {
+  const double bytes = codec.encode(x);
+  mean_of_encoded(comm, codec, x, bytes, tag, buckets);
+}
+
+Work mean_all_reduce_async(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag,
+                           at::Tensor* sent) {
+  const double bytes = codec.encode(x);
+  if (sent != nullptr) *sent = x.clone();
   if (codec.sparse()) {
-    mean_all_reduce(comm, codec, x, tag);
+    mean_of_encoded(comm, codec, x, bytes, tag, {});
     return Work();
   }
-  const double bytes = codec.encode(x);
   const int64_t first_entry = comm.ledger().ops();
   Work work = comm.all_reduce_async(x, ReduceOp::Mean, tag, codec.lossless() ? -1 : bytes);
   comm.ledger().describe_payload(first_entry, codec.parts(x.numel()));

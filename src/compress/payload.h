@@ -97,7 +97,10 @@ void mean_all_reduce(Communicator& comm, PayloadCodec& codec, at::Tensor& x, con
 
 // Non-blocking form for dense codecs (the clock is charged at wait(), and
 // the re-quantization happens once the data are final); sparse codecs fall
-// back to the blocking all-gather and return a finished Work.
-Work mean_all_reduce_async(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag);
+// back to the blocking all-gather and return a finished Work. `sent`, if
+// set, receives a copy of this worker's decoded payload: its own share of
+// the mean (Streaming DiLoCo's eager updates take it back out).
+Work mean_all_reduce_async(Communicator& comm, PayloadCodec& codec, at::Tensor& x, const std::string& tag,
+                           at::Tensor* sent = nullptr);
 
 }  // namespace atl

@@ -91,7 +91,8 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "stop after this step as on SIGTERM: checkpoint and exit, to resume later (0 = run to the end)"),
       field("run.divergence_check", c.run.divergence_check,
             "auto (real runs) | on | off: after each sync the ranks compare a SHA-256 of each of theta_g's tensors "
-            "and stop at a mismatch, naming step and tensor"),
+            "and stop at a mismatch, naming step and tensor (not with streaming.eager, whose workers keep their own "
+            "theta_g)"),
       field("run.peak_window_steps", c.run.peak_window_steps,
             "W: the ledger's peak is the most bytes a worker sends within any W consecutive steps (>= 1)"),
 
@@ -244,6 +245,9 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
       field("streaming.overlap", c.streaming.overlap, "tau: inner steps a fragment's sync overlaps (paper 1)"),
       field("streaming.alpha", c.streaming.alpha, "alpha: merge weight of the local values (paper 0.5)"),
       field("streaming.codec", c.streaming.codec, "outer-gradient codec (paper fp4): {codecs}"),
+      field("streaming.eager", c.streaming.eager,
+            "eager updates (arXiv 2502.12996): overlap a fragment's whole all-reduce with the next round, stepping "
+            "with the local outer gradient as a stand-in for the one in flight"),
 
       field("sparseloco.outer_lr", c.sparseloco.outer_lr,
             "lr_out: outer learning rate; no outer momentum (SparseLoCo's run 1.0)"),

@@ -97,7 +97,7 @@ FlatConfig with_keys_added_later(FlatConfig done) {
   // = auto checks only real runs, and runs were compared and reused only
   // as simulations.
   // Muon's knobs (optim.muon_*) act only with optim.name = muon, [desloc] only
-  // with its method.
+  // with its method. streaming.eager = false is Streaming DiLoCo as before.
   static const char* const kAdded[] = {"codec.chunk",
                                        "codec.chunk_topk",
                                        "sparseloco.outer_lr",
@@ -115,7 +115,8 @@ FlatConfig with_keys_added_later(FlatConfig done) {
                                        "network.download_bandwidth",
                                        "network.worker_download_bandwidth",
                                        "network.island_download_bandwidth",
-                                       "run.peak_window_steps"};
+                                       "run.peak_window_steps",
+                                       "streaming.eager"};
   static const FlatConfig defaults = flatten(Config{});
   for (const char* key : kAdded)
     if (!done.count(key)) done.emplace(key, defaults.at(key));

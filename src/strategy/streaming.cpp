@@ -98,6 +98,13 @@ void StreamingDiLoCoStrategy::step(int64_t t, double lr) {
   if (warmup_.step(t, lr)) return;
   inner_.step(lr);
   const int64_t h = outer_.inner_steps;
+  if (cfg_.eager) {  // tau = 0 (validate_streaming): one sync, no prepare
+    for (size_t p = 0; p < fragments_.size(); ++p) {
+      const int64_t due = t - fragments_[p].offset;
+      if (due >= 0 && due % h == 0) eager_sync(fragments_[p], p);
+    }
+    return;
+  }
   for (size_t p = 0; p < fragments_.size(); ++p) {
     const int64_t due = t - fragments_[p].offset + cfg_.overlap;
     if (due >= 0 && due % h == 0) prepare(fragments_[p], p);
@@ -122,24 +129,54 @@ int64_t StreamingDiLoCoStrategy::next_sync_step(int64_t t) const {
   return next;
 }
 
-void StreamingDiLoCoStrategy::prepare(Fragment& f, size_t index) {
-  at::NoGradGuard no_grad;
+at::Tensor StreamingDiLoCoStrategy::outer_gradient(const Fragment& f) const {
   std::vector<at::Tensor> parts;
   for (size_t k : f.members) parts.push_back((global_[k] - params_[k].detach()).reshape({-1}));
-  f.delta = parts.empty() ? at::zeros({0}, global_[0].options()) : at::cat(parts);
+  return parts.empty() ? at::zeros({0}, global_[0].options()) : at::cat(parts);
+}
+
+void StreamingDiLoCoStrategy::prepare(Fragment& f, size_t index) {
+  at::NoGradGuard no_grad;
+  f.delta = outer_gradient(f);
   f.work = mean_all_reduce_async(comm_, *f.codec, f.delta, "fragment/" + std::to_string(index));
 }
 
 void StreamingDiLoCoStrategy::perform(Fragment& f) {
   at::NoGradGuard no_grad;
   f.work.wait();
-  const double mu = outer_.outer_momentum, alpha = cfg_.alpha;
   // Pseudo-gradient, momentum, update and the alpha merge: about 10
   // operations per parameter of the fragment (the modelled clock's charge).
   extra_flops_ += 10.0 * double(f.delta.numel());
+  outer_step(f, f.delta);
+  f.delta = at::Tensor();
+  ++f.syncs;
+}
+
+void StreamingDiLoCoStrategy::eager_sync(Fragment& f, size_t index) {
+  at::NoGradGuard no_grad;
+  const at::Tensor fresh = outer_gradient(f);  // Delta_i^(r)
+  const double n = double(comm_.size());
+  // (mean_prev - sent / N) + Delta_i / N, in that order: with N = 1 the
+  // bracket is exactly 0, so the estimate is Delta_i bit for bit (tau = 0's).
+  at::Tensor estimate = fresh.div(n);
+  if (f.delta.defined()) {  // the all-reduce started at this fragment's previous sync
+    f.work.wait();
+    estimate = f.delta.sub(f.sent.div(n)).add_(estimate);
+  }
+  // As perform()'s 10, plus the estimate's 3 operations per parameter.
+  extra_flops_ += 13.0 * double(fresh.numel());
+  outer_step(f, estimate);
+  // The fresh outer gradient travels while the next H steps run.
+  f.delta = fresh;
+  f.work = mean_all_reduce_async(comm_, *f.codec, f.delta, "fragment/" + std::to_string(index), &f.sent);
+  ++f.syncs;
+}
+
+void StreamingDiLoCoStrategy::outer_step(const Fragment& f, const at::Tensor& delta_all) {
+  const double mu = outer_.outer_momentum, alpha = cfg_.alpha;
   int64_t offset = 0;
   for (size_t k : f.members) {
-    const at::Tensor delta = f.delta.narrow(0, offset, global_[k].numel()).view_as(global_[k]);
+    const at::Tensor delta = delta_all.narrow(0, offset, global_[k].numel()).view_as(global_[k]);
     offset += global_[k].numel();
     momentum_[k].mul_(mu).add_(delta);
     const at::Tensor update = outer_.nesterov ? delta.add(momentum_[k], mu) : momentum_[k];
@@ -147,8 +184,6 @@ void StreamingDiLoCoStrategy::perform(Fragment& f) {
     at::Tensor local = params_[k];
     local.copy_(global_[k] * (1.0 - alpha) + local * alpha);
   }
-  f.delta = at::Tensor();
-  ++f.syncs;
 }
 
 std::map<std::string, double> StreamingDiLoCoStrategy::stats() const {
@@ -165,8 +200,11 @@ void StreamingDiLoCoStrategy::visit_state(StateVisitor& v) {
   for (size_t i = 0; i < fragments_.size(); ++i) {
     Fragment& f = fragments_[i];
     StateVisitor::Scope scope(v, "fragment." + std::to_string(i));
-    v.optional_tensor("delta", f.delta);  // in flight between prepare and perform
+    // The Work first: saving finishes a real backend's transfer into `delta`
+    // (and its division by N), so what is saved is the final mean.
     f.work.visit_state(v, "work", comm_);
+    v.optional_tensor("delta", f.delta);                // in flight between prepare and perform (eager: between syncs)
+    if (cfg_.eager) v.optional_tensor("sent", f.sent);  // only eager runs have it: older checkpoints load as before
     v.integer("syncs", f.syncs);
     f.codec->visit_state(v);
   }

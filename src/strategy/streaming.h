@@ -15,7 +15,7 @@
 //
 // The all-reduce is non-blocking: the tau inner steps in between hide its
 // time on the virtual clock. Config: streaming.fragment_blocks (3), pattern
-// (strided), overlap tau (1), alpha (0.5), codec (fp4); H, lr_out, mu,
+// (strided), overlap tau (1), alpha (0.5), codec (fp4), eager (false); H, lr_out, mu,
 // Nesterov and the DDP warm-up (ddp_warmup_steps T_w, warmup_sync;
 // strategy/ddp_warmup.h) from [diloco]. The schedule above is on the global
 // step t whatever T_w: no fragment prepares before T_w, and a fragment whose
@@ -23,6 +23,37 @@
 // fragment syncs at the steps it would without a warm-up (none is skipped
 // when T_w is a multiple of H, as tau < H/F). With F = 1, tau = 0, alpha = 0
 // and codec fp32 it is DiLoCo.
+//
+// Eager updates (streaming.eager; Kale, Douillard, Donchev 2025, arXiv
+// 2502.12996; ALGORITHMS.md 3.2, 8.10): a fragment's all-reduce overlaps the
+// whole next round (tau must be 0: no prepare), and each worker steps with
+// its own fresh outer gradient in place of the mean still in flight:
+//   after step t with (t - o_p) mod H = 0:
+//     Delta_i[p] <- theta_g_i[p] - theta_i[p]                            // fresh, this worker's
+//     wait the all-reduce started at p's previous sync: mean_prev[p]
+//     Delta~ <- mean_prev[p] + (Delta_i[p] - sent_i[p]) / N
+//            =  (1/N) (Delta_i^(r) + sum_{j != i} Delta_j^(r-1))         // the paper's eager estimate
+//     outer Nesterov step on theta_g_i[p] with Delta~, then the alpha merge, as above
+//     start the all-reduce of codec(Delta_i[p]), waited at p's next sync;
+//     sent_i[p] <- this worker's decoded payload (Delta_i[p] for fp32)
+// sent_i is what this worker put into the mean, so the estimate holds the
+// other workers' payloads exactly as received and this worker's own
+// uncompressed. First round of a fragment (nothing in flight): mean_prev =
+// sent_i = 0, Delta~ = Delta_i / N. So every worker's outer gradient of
+// every round enters theta_g once (its own at once, the others' a round
+// later) and no sync ever blocks; waiting for the first round's own
+// all-reduce instead would apply the other workers' first outer gradients
+// twice (now and in the second round's estimate). The last round's
+// all-reduces are still in flight when training ends: their bytes count,
+// their values are never applied. With N = 1 the estimate is Delta_i: eager
+// equals tau = 0. Each worker's theta_g then differs from the others' (by
+// lr_out / N times the differences of fresh outer gradients), so
+// shared_global() is false: the divergence check does not apply and
+// strategy.eval_model = global evaluates worker 0's theta_g. Stability: the
+// (N - 1) / N of the outer gradient that arrives a round late meets the
+// outer momentum; in a small run (compare.toml, N = 4, H = 50) DiLoCo's
+// Nesterov lr_out 0.7, mu 0.9 made theta_g oscillate (final loss 3.44
+// against 2.12 with tau = 1), while mu = 0, lr_out 1 trained (2.27 against 2.20).
 #pragma once
 
 #include <memory>
@@ -56,6 +87,8 @@ class StreamingDiLoCoStrategy : public Strategy {
   void step(int64_t t, double lr) override;
   void visit_state(StateVisitor& v) override;
   const std::vector<at::Tensor>* global_params() const override { return &global_; }
+  // Eager updates: each worker's theta_g takes its own outer gradient.
+  bool shared_global() const override { return !cfg_.eager; }
   std::map<std::string, double> stats() const override;
   // The next fragment's merge ("perform"): one fragment syncs every H / F steps.
   int64_t next_sync_step(int64_t t) const override;
@@ -71,12 +104,18 @@ class StreamingDiLoCoStrategy : public Strategy {
     std::vector<size_t> members;  // parameter indices
     int64_t offset = 0;           // o_p
     std::unique_ptr<PayloadCodec> codec;
-    at::Tensor delta;  // in flight between prepare and perform
+    at::Tensor delta;  // in flight between prepare and perform (eager: from one sync to the next)
     Work work;
+    at::Tensor sent;  // eager: this worker's decoded payload in `delta`'s all-reduce
     int64_t syncs = 0;
   };
+  // (P_f) theta_g[p] - theta_i[p] over the fragment's members, concatenated.
+  at::Tensor outer_gradient(const Fragment& f) const;
   void prepare(Fragment& f, size_t index);
   void perform(Fragment& f);
+  void eager_sync(Fragment& f, size_t index);
+  // Outer Nesterov step on theta_g[p] with `delta`, then the alpha merge.
+  void outer_step(const Fragment& f, const at::Tensor& delta);
 
   std::vector<at::Tensor> params_;
   Communicator& comm_;

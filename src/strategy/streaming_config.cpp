@@ -20,6 +20,13 @@ void validate_streaming(const Config& c, std::vector<std::string>& errors) {
   }
   p.need(c.streaming.overlap >= 0, "streaming.overlap (tau) must be >= 0");
   p.need(c.streaming.alpha >= 0 && c.streaming.alpha <= 1, "streaming.alpha must be in [0, 1]");
+  // Eager updates wait for a fragment's all-reduce at its next sync, H steps
+  // later: there is no earlier prepare step for tau to move, so a tau > 0 would
+  // be a setting that does nothing. Refused rather than ignored.
+  p.need(c.strategy.name != "streaming" || !c.streaming.eager || c.streaming.overlap == 0,
+         "streaming.eager = true overlaps each fragment's all-reduce with the whole next round (H steps), so "
+         "streaming.overlap (tau) does not apply: set streaming.overlap = 0 (it is " +
+             std::to_string(c.streaming.overlap) + "), or streaming.eager = false to overlap tau steps");
   // Streaming's per-fragment outer step is its own (streaming.cpp), not OuterSync's.
   p.need(c.strategy.name != "streaming" || c.diloco.outer_steps_per_sync == 1,
          "streaming takes one outer step per fragment sync: diloco.outer_steps_per_sync must be 1 with "

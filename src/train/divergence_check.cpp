@@ -9,8 +9,9 @@
 
 namespace atl {
 
-DivergenceCheck::DivergenceCheck(const Config& cfg, std::vector<std::string> names, int64_t rank, bool real)
-    : enabled_(cfg.run.divergence_check == "on" || (cfg.run.divergence_check == "auto" && real)),
+DivergenceCheck::DivergenceCheck(const Config& cfg, std::vector<std::string> names, int64_t rank, bool real,
+                                 bool shared_global)
+    : enabled_(shared_global && (cfg.run.divergence_check == "on" || (cfg.run.divergence_check == "auto" && real))),
       names_(std::move(names)),
       rank_(rank) {
   for (const Perturbation& p : parse_perturbations(cfg.faults.perturb_global))

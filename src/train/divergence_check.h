@@ -9,7 +9,11 @@
 //
 // Only theta_g is compared: the outer momentum is as shared, but a mismatch
 // in it reaches theta_g at the next sync. run.divergence_check: auto (real
-// runs), on (the simulator too), off.
+// runs), on (the simulator too), off. A method whose workers keep their own
+// theta_g by design (Strategy::shared_global() false: Streaming DiLoCo with
+// eager updates) has nothing the ranks must agree on bitwise, so the check
+// is off for it whatever the setting (it would stop every such run at its
+// first sync); faults.perturb_global still applies.
 //
 // faults.perturb_global makes a rank's theta_g wrong on purpose (after the
 // update of the step it names, counted from 1 as the run reports steps), to
@@ -36,8 +40,10 @@ class DivergenceError : public std::runtime_error {
 class DivergenceCheck {
  public:
   // `names`: the model's parameter names, in parameter order (theta_g's
-  // tensors are the parameters'); `real`: whether this is a real run.
-  DivergenceCheck(const Config& cfg, std::vector<std::string> names, int64_t rank, bool real);
+  // tensors are the parameters'); `real`: whether this is a real run;
+  // `shared_global`: the strategy's Strategy::shared_global() (false: no check).
+  DivergenceCheck(const Config& cfg, std::vector<std::string> names, int64_t rank, bool real,
+                  bool shared_global = true);
   // Call after the strategy's update of step t. `global`: theta_g (null for
   // a method without one); `synced`: whether step t ended with a sync.
   // Applies faults.perturb_global, then compares when synced. Throws

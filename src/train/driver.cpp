@@ -173,7 +173,7 @@ class Driver {
     std::vector<std::string> names;
     for (const auto& item : slot.model->named_parameters()) names.push_back(item.key());
     auto strategy = make_strategy(strategy_cfg_, slot.params, comm, names);
-    DivergenceCheck divergence(cfg_, names, w, cluster_.real());
+    DivergenceCheck divergence(cfg_, names, w, cluster_.real(), strategy->shared_global());
     slot.global = strategy->global_params();
     slot.strategy = strategy.get();
     slot.stream = stream.get();
