@@ -65,8 +65,8 @@ TEST(AsymmetricLinks, TheRelayTakesEachPayloadUpOnceAndSendsTheResultDown) {
   // (N-1) copies onto the downlinks.
   EXPECT_NEAR(fast_relay.collective_seconds(CommOp::AllGather, kS, 0), 1.62, 1e-12);
   // A symmetric relay-less link (up = down = 1e6): 0.02 + 1 + 3 = 4.02 s.
-  EXPECT_NEAR(model(4, 1e6, 0, CollectiveAlgo::ParameterServer, 1e8).collective_seconds(CommOp::AllGather, kS, 0),
-              4.02, 1e-12);
+  EXPECT_NEAR(model(4, 1e6, 0, CollectiveAlgo::ParameterServer, 1e8).collective_seconds(CommOp::AllGather, kS, 0), 4.02,
+              1e-12);
 }
 
 TEST(AsymmetricLinks, AnAllGatherThroughTheRelaySendsThePayloadOnceAndReceivesTheOthers) {
@@ -94,9 +94,9 @@ TEST(AsymmetricLinks, IslandsSendAnAllGathersPayloadOnceThroughTheRelay) {
 
 TEST(AsymmetricLinks, DownloadKeysSetEveryLinkThenEachWorkerAndDefaultToTheUpload) {
   NetworkConfig cfg;
-  cfg.bandwidth = "110Mbit/s";  // 13.75e6 B/s up
+  cfg.bandwidth = "110Mbit/s";                                                     // 13.75e6 B/s up
   EXPECT_DOUBLE_EQ(NetworkModel::from_config(cfg, 3, 1).link(1).down(), 13.75e6);  // symmetric by default
-  cfg.download_bandwidth = "500Mbit/s";                                          // 62.5e6 B/s
+  cfg.download_bandwidth = "500Mbit/s";                                            // 62.5e6 B/s
   cfg.worker_bandwidth = ",8Mbit/s";
   cfg.worker_download_bandwidth = ",,80Mbit/s";
   const NetworkModel net = NetworkModel::from_config(cfg, 3, 1);
@@ -114,13 +114,14 @@ TEST(AsymmetricLinks, BadDownloadValuesAreRefusedNamingTheKey) {
             std::string::npos);
   cfg.download_bandwidth = "";
   cfg.worker_download_bandwidth = "1Gbit/s,1Gbit/s,1Gbit/s";
-  EXPECT_NE(invalid_argument_message([&] { NetworkModel::from_config(cfg, 2, 1); })
-                .find("network.worker_download_bandwidth: 3 entries for 2 workers"),
+  EXPECT_NE(invalid_argument_message([&] {
+              NetworkModel::from_config(cfg, 2, 1);
+            }).find("network.worker_download_bandwidth: 3 entries for 2 workers"),
             std::string::npos);
   cfg.worker_download_bandwidth = "-5Mbit/s";
-  EXPECT_NE(invalid_argument_message([&] { NetworkModel::from_config(cfg, 2, 1); })
-                .find("network.worker_download_bandwidth"),
-            std::string::npos);
+  EXPECT_NE(
+      invalid_argument_message([&] { NetworkModel::from_config(cfg, 2, 1); }).find("network.worker_download_bandwidth"),
+      std::string::npos);
 }
 
 TEST(AsymmetricLinks, IslandsTakeTheirOwnDownloadList) {
@@ -133,8 +134,9 @@ TEST(AsymmetricLinks, IslandsTakeTheirOwnDownloadList) {
   EXPECT_DOUBLE_EQ(wan.link(0).down(), 10e6);
   EXPECT_DOUBLE_EQ(wan.link(1).down(), 1e6);
   cfg.network.island_download_bandwidth = "1Gbit/s,1Gbit/s,1Gbit/s";
-  EXPECT_NE(invalid_argument_message([&] { wan_network(cfg, 1); })
-                .find("network.island_download_bandwidth: 3 entries for 2 islands"),
+  EXPECT_NE(invalid_argument_message([&] {
+              wan_network(cfg, 1);
+            }).find("network.island_download_bandwidth: 3 entries for 2 islands"),
             std::string::npos);
 }
 

@@ -9,6 +9,7 @@
 #include "atoll/strategy.h"
 #include "compress/codec.h"
 #include "compress/payload.h"
+#include "payload_feedback.h"
 #include "strategy_harness.h"
 
 namespace atl {
@@ -183,20 +184,7 @@ TEST(Compression, TwoBitRoundsEachBlockToFourLevelsAndCarriesWhatItLostToTheNext
   const Encoded e = make_codec("2bit", 4)->round_trip(x);
   EXPECT_TRUE(at::equal(e.decoded, want)) << e.decoded;
   EXPECT_EQ(e.bytes, 2 + 2 * 4);  // 8 codes of 2 bits, 2 fp32 scales
-  CodecConfig cfg;
-  cfg.block = 4;
-  PayloadCodec codec("2bit", cfg);
-  at::Tensor first = x.clone(), second = x.clone();
-  codec.encode(first);
-  codec.encode(second);
-  EXPECT_TRUE(at::equal(first, want));
-  EXPECT_FALSE(at::equal(second, want)) << "the residual of the first payload was not added to the second";
-  cfg.error_feedback = false;
-  PayloadCodec plain("2bit", cfg);
-  at::Tensor again = x.clone();
-  plain.encode(again);
-  plain.encode(again = x.clone());
-  EXPECT_TRUE(at::equal(again, want));
+  expect_payload_path_carries_the_loss("2bit", 4, x, want);
 }
 
 }  // namespace

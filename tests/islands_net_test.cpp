@@ -437,12 +437,18 @@ TEST(IslandsCost, WithoutIslandsTheReportIsUnchanged) {
   q.latency = 0.03;
   q.workers = 4;
   q.step_seconds = 2;
-  // The text `atoll cost --strategy=diloco --latency=30ms --workers=4 --step-time=2` printed before islands.
+  // The text `atoll cost --strategy=diloco --latency=30ms --workers=4 --step-time=2` printed before islands
+  // (with the table of algorithms added since).
   EXPECT_EQ(format_cost(q, estimate_cost(q)),
             "inputs: 7B parameters x 2 bytes/element, 4 workers, 100 Mbit/s per link, latency 30 ms, ring "
             "all-reduce, strategy diloco (H=500), 1000 steps x 2 s compute\n"
             "one copy through one link: 1120 s (18.7 min), 14 GB\n"
             "one sync (ring all-reduce, N=4): 1680 s (28 min), payload 14 GB, sent per worker 21 GB\n"
+            "the same sync under each algorithm (the relay's link: 100 Mbit/s each way):\n"
+            "  algorithm     one sync         sent per worker  received per worker\n"
+            "  ring, chosen  1680 s (28 min)  21 GB            21 GB\n"
+            "  tree          1680 s (28 min)  21 GB            21 GB\n"
+            "  ps (relay)    8960 s (2.49 h)  14 GB            14 GB\n"
             "syncs in run: 2\n"
             "sent per worker in run: 42 GB\n"
             "communication time in run: 3360 s (56 min)\n"

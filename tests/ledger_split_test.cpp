@@ -28,8 +28,8 @@ LedgerEntry entry(int64_t step, const std::string& tag, double sent, double rece
 TEST(LedgerSplit, PeakIsTheMostBytesSentWithinAnyWindowOfConsecutiveSteps) {
   Ledger l;
   // Bytes sent per step: 0: 10, 2: 30 (two ops), 3: 5, 5: 40; steps 1 and 4 send nothing.
-  for (const LedgerEntry& e : {entry(0, "a", 10, 0), entry(2, "a", 20, 0), entry(2, "b", 10, 0), entry(3, "a", 5, 0),
-                               entry(5, "b", 40, 0)})
+  for (const LedgerEntry& e :
+       {entry(0, "a", 10, 0), entry(2, "a", 20, 0), entry(2, "b", 10, 0), entry(3, "a", 5, 0), entry(5, "b", 40, 0)})
     l.record(e);
   EXPECT_DOUBLE_EQ(l.peak_sent(1), 40);  // step 5
   EXPECT_DOUBLE_EQ(l.peak_sent(2), 40);  // steps 2-3 hold 35, steps 4-5 hold 40
