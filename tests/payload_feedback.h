@@ -25,7 +25,8 @@ inline void expect_payload_path_carries_the_loss(const std::string& codec_name, 
   codec.encode(first);
   codec.encode(second);
   EXPECT_TRUE(at::equal(first, want)) << codec_name;
-  EXPECT_FALSE(at::equal(second, want)) << codec_name << ": the residual of the first payload was not added to the second";
+  EXPECT_FALSE(at::equal(second, want)) << codec_name
+                                        << ": the residual of the first payload was not added to the second";
   cfg.error_feedback = false;
   PayloadCodec plain(codec_name, cfg);
   at::Tensor again = x.clone();
