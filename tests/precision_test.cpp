@@ -11,6 +11,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "atoll/config.h"
 #include "atoll/model.h"
 #include "atoll/setup.h"
@@ -31,7 +33,7 @@ bool bf16_here() { return bf16_unavailable_reason(this_cpu_bf16_features()).empt
 
 TEST(Precision, TheConfigAcceptsFp32AndBf16AndNamesThemWhenGivenAnythingElse) {
   Config cfg = tiny_config("ddp", 2);
-  for (const char* ok : {"fp32", "bf16"}) {
+  for (const char* ok : {"fp32", "bf16", "auto"}) {
     cfg.train.precision = ok;
     for (const auto& problem : validate(cfg)) EXPECT_EQ(problem.find("precision"), std::string::npos) << problem;
   }
@@ -62,6 +64,29 @@ TEST(Precision, Bf16IsRefusedWithoutOneDnnOrAvx512AndTheMessageSaysToUseFp32) {
   } else {
     EXPECT_THROW(require_precision_supported("bf16"), std::invalid_argument);
   }
+}
+
+TEST(Precision, AutoPicksBf16OnlyWhereTheCpuMultipliesBf16NativelyAndTheRunSaysWhichItTrainedIn) {
+  CpuBf16Features f;
+  EXPECT_EQ(resolve_precision("auto", f), "fp32");
+  f.onednn = f.avx512_core = true;  // AVX-512 without native bf16: emulated, slower than fp32
+  EXPECT_EQ(resolve_precision("auto", f), "fp32");
+  f.avx512_bf16 = true;
+  EXPECT_EQ(resolve_precision("auto", f), "bf16");
+  f.onednn = false;
+  EXPECT_EQ(resolve_precision("auto", f), "fp32");
+  // Explicit choices are kept whatever the CPU.
+  EXPECT_EQ(resolve_precision("fp32", f), "fp32");
+  EXPECT_EQ(resolve_precision("bf16", CpuBf16Features{}), "bf16");
+  // A run with auto trains in this machine's choice and records it in its start event.
+  Config cfg = tiny_config("ddp", 2);
+  cfg.train.steps = 2;
+  cfg.train.precision = "auto";
+  const RunSummary s = simulate(cfg);
+  const auto start = nlohmann::json::parse(s.events.front());
+  EXPECT_EQ(start.at("precision"), resolve_precision("auto"));
+  const CpuBf16Features here = this_cpu_bf16_features();
+  EXPECT_EQ(start.at("precision"), here.onednn && here.avx512_core && here.avx512_bf16 ? "bf16" : "fp32");
 }
 
 TEST(Precision, InsideTheScopeProductsAreBf16AndGradientsReachTheFp32WeightsInFp32) {

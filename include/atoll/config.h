@@ -115,7 +115,8 @@ struct TrainConfig {
   int64_t log_every = 10;         // metrics line every this many steps
   // Training forward pass: "fp32", or "bf16" = matrix products in bf16 with
   // fp32 master weights, optimizer state, reductions and evaluation
-  // (autocast-style mixed precision; CPUs with AVX-512 only).
+  // (autocast-style mixed precision; CPUs with AVX-512 only); "auto" = bf16
+  // where the CPU has native bf16 products (AVX-512 BF16, AMX), else fp32.
   std::string precision = "fp32";
 };
 

@@ -32,7 +32,7 @@ double gemm_gflops(int64_t n, int64_t threads, double budget, at::ScalarType dty
 // configured model on random tokens, `workers` of them side by side, each on
 // its own thread with `threads` BLAS threads. Returns model FLOP/s of all.
 double training_flops(const Config& cfg, int64_t workers, int64_t threads, int steps) {
-  const std::string& precision = cfg.train.precision;
+  const std::string precision = resolve_precision(cfg.train.precision);
   double flops_per_token = 0;
   std::vector<double> seconds(static_cast<size_t>(workers), 0);
   std::vector<std::thread> pool;

@@ -152,8 +152,9 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "sequences (images) per batch of the full evaluation; memory grows with it"),
       field("train.log_every", c.train.log_every, "write a metrics line every this many steps"),
       field("train.precision", c.train.precision,
-            "fp32 | bf16: bf16 runs the training forward's matrix products in bf16 (fp32 master weights, "
-            "optimizer state, reductions and evaluation); needs an AVX-512 CPU"),
+            "fp32 | bf16 | auto: bf16 runs the training forward's matrix products in bf16 (fp32 master weights, "
+            "optimizer state, reductions and evaluation) and needs an AVX-512 CPU; auto picks bf16 where the CPU "
+            "multiplies bf16 natively (AVX-512 BF16, AMX) and fp32 elsewhere, shown at start"),
 
       field("strategy.name", c.strategy.name, "{strategies}"),
       field("strategy.workers", c.strategy.workers, "N: simulated workers"),

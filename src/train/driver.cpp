@@ -416,7 +416,10 @@ class Driver {
 
 RunSummary run_on_cluster(const Config& cfg, Cluster& cluster, MetricsLog& log, const TrainHooks& hooks,
                           int64_t threads_per_worker_hint, const CheckpointPlan& plan) {
-  Driver driver(cfg, cluster, log, hooks, threads_per_worker_hint, plan);
+  // train.precision = auto becomes this machine's choice before anything reads it.
+  Config resolved = cfg;
+  resolved.train.precision = resolve_precision(cfg.train.precision);
+  Driver driver(resolved, cluster, log, hooks, threads_per_worker_hint, plan);
   return driver.run();
 }
 

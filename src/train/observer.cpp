@@ -342,6 +342,7 @@ void Observer::write_start_event(int64_t threads_per_worker) {
                       {"train_split_size", data_.train_tokens()},
                       {"vocab_size", data_.vocab_size()},
                       {"threads_per_worker", threads_per_worker},
+                      {"precision", cfg_.train.precision},
                       {"compute_time", cfg_.network.compute_time},
                       {"clock", describe_compute_clock(cfg_.network, flops_per_token_ * double(tokens_per_step_))},
                       {"mode", real_ ? "real" : "simulated"}};
@@ -369,7 +370,9 @@ void Observer::announce_start() const {
   s.params = params_;
   s.flops_per_example = flops_.per_example;
   s.flops_source = flops_.source;
-  s.summary = "model: " + std::to_string(params_) + " parameters, " + describe_model_flops(flops_);
+  // The precision trained in (train.precision = auto resolved for this machine).
+  s.summary = "model: " + std::to_string(params_) + " parameters, " + describe_model_flops(flops_) + "; training in " +
+              cfg_.train.precision;
   hooks_.start(s);
 }
 
