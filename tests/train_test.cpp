@@ -346,35 +346,52 @@ TEST(Train, PalsgdPseudoSyncStepsChargeNoComputeOnTheSimulatedClock) {
   EXPECT_NEAR(last_train["compute_s"].get<double>(), (20 - pseudo) * c + outer, 1e-9);
 }
 
+// A 2-worker, 2-fragment Streaming run in flops mode (H = 4, fp32 payloads,
+// 20 steps) on a link over which the whole model takes `model_transfer_steps`
+// steps: its blocked time (the last train event's), one step's compute, its
+// simulated time and its parameter count.
+struct StreamingClock {
+  double blocked = 0, step_s = 0, sim_s = 0, params = 0;
+};
+StreamingClock streaming_on_a_slow_link(int64_t tau, bool eager, double model_transfer_steps) {
+  Config cfg = tiny_config("streaming", 2);
+  cfg.model.n_layer = 2;
+  cfg.streaming.fragment_blocks = 1;  // F = 2
+  cfg.streaming.overlap = tau;
+  cfg.streaming.eager = eager;
+  cfg.streaming.codec = "fp32";
+  cfg.diloco.inner_steps = 4;
+  cfg.network.compute_time = "flops";
+  cfg.network.device_flops = 1e9;
+  RunSummary s = simulate(cfg);
+  nlohmann::json start = nlohmann::json::parse(s.events.front());
+  StreamingClock out;
+  out.step_s = start["flops_per_token"].get<double>() * start["tokens_per_step_per_worker"].get<double>() /
+               (1e9 * cfg.network.mfu);
+  cfg.network.bandwidth = std::to_string(4.0 * double(s.params) / (model_transfer_steps * out.step_s));
+  s = simulate(cfg);
+  for (const auto& line : s.events) {
+    auto e = nlohmann::json::parse(line);
+    if (e["event"] == "train") out.blocked = e["blocked_s"].get<double>();
+  }
+  out.sim_s = s.sim_seconds;
+  out.params = double(s.params);
+  return out;
+}
+
 TEST(Train, StreamingOverlapHidesAFragmentsAllReduceBehindTheNextSteps) {
   // Flops mode, identical workers: with tau = 0 every fragment sync blocks
   // for its transfer time; with tau = 1 the next step's compute (longer than
   // any fragment's transfer here) hides it completely.
   double blocked[2] = {0, 0};
   for (int64_t tau : {0, 1}) {
-    Config cfg = tiny_config("streaming", 2);
-    cfg.model.n_layer = 2;
-    cfg.streaming.fragment_blocks = 1;  // F = 2
-    cfg.streaming.overlap = tau;
-    cfg.streaming.codec = "fp32";
-    cfg.diloco.inner_steps = 4;
-    cfg.network.compute_time = "flops";
-    cfg.network.device_flops = 1e9;
-    RunSummary s = simulate(cfg);
-    nlohmann::json start = nlohmann::json::parse(s.events.front());
-    const double c = start["flops_per_token"].get<double>() * start["tokens_per_step_per_worker"].get<double>() /
-                     (1e9 * cfg.network.mfu);
     // Whole model through one link in half a step: each fragment takes less.
-    cfg.network.bandwidth = std::to_string(4.0 * double(s.params) / (0.5 * c));
-    s = simulate(cfg);
-    for (const auto& line : s.events) {
-      auto e = nlohmann::json::parse(line);
-      if (e["event"] == "train") blocked[tau] = e["blocked_s"].get<double>();
-    }
+    const StreamingClock r = streaming_on_a_slow_link(tau, false, 0.5);
+    blocked[tau] = r.blocked;
     // Plus the outer steps' modelled work: 10 operations per parameter of a
     // synced fragment; 20 steps at H = 4 sync every fragment 5 times (5 P).
-    const double outer = 10.0 * 5 * double(s.params) / (1e9 * cfg.network.mfu);
-    EXPECT_NEAR(s.sim_seconds, 20 * c + outer + blocked[tau], 1e-9) << "tau " << tau;
+    const double outer = 10.0 * 5 * r.params / (1e9 * Config{}.network.mfu);
+    EXPECT_NEAR(r.sim_s, 20 * r.step_s + outer + blocked[tau], 1e-9) << "tau " << tau;
   }
   EXPECT_GT(blocked[0], 0);
   EXPECT_NEAR(blocked[1], 0, 1e-12);
@@ -387,29 +404,13 @@ TEST(Train, StreamingEagerWaitsForEachFragmentsAllReduceAWholeRoundLaterAndNever
   // overlap budget H steps), the first round included.
   double blocked[2] = {0, 0}, step_s = 0;
   for (int eager : {0, 1}) {
-    Config cfg = tiny_config("streaming", 2);
-    cfg.model.n_layer = 2;
-    cfg.streaming.fragment_blocks = 1;  // F = 2
-    cfg.streaming.overlap = 1 - eager;
-    cfg.streaming.eager = eager == 1;
-    cfg.streaming.codec = "fp32";
-    cfg.diloco.inner_steps = 4;
-    cfg.network.compute_time = "flops";
-    cfg.network.device_flops = 1e9;
-    RunSummary s = simulate(cfg);
-    nlohmann::json start = nlohmann::json::parse(s.events.front());
-    step_s = start["flops_per_token"].get<double>() * start["tokens_per_step_per_worker"].get<double>() /
-             (1e9 * cfg.network.mfu);
-    cfg.network.bandwidth = std::to_string(4.0 * double(s.params) / (3 * step_s));
-    s = simulate(cfg);
-    for (const auto& line : s.events) {
-      auto e = nlohmann::json::parse(line);
-      if (e["event"] == "train") blocked[eager] = e["blocked_s"].get<double>();
-    }
+    const StreamingClock r = streaming_on_a_slow_link(1 - eager, eager == 1, 3);
+    blocked[eager] = r.blocked;
+    step_s = r.step_s;
     // The outer steps' modelled work: 10 operations per parameter of a
     // synced fragment, 13 with the eager estimate; every fragment syncs 5 times.
-    const double outer = (eager ? 13.0 : 10.0) * 5 * double(s.params) / (1e9 * cfg.network.mfu);
-    EXPECT_NEAR(s.sim_seconds, 20 * step_s + outer + blocked[eager], 1e-9) << "eager " << eager;
+    const double outer = (eager ? 13.0 : 10.0) * 5 * r.params / (1e9 * Config{}.network.mfu);
+    EXPECT_NEAR(r.sim_s, 20 * step_s + outer + blocked[eager], 1e-9) << "eager " << eager;
   }
   EXPECT_GT(blocked[0], 0.5 * step_s);
   EXPECT_NEAR(blocked[1], 0, 1e-12);

@@ -437,14 +437,6 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
     network_model += r.network_model_s;
   }
   const double n = double(workers_);
-  // The busiest worker's peak as a rate: its busiest window's bytes over
-  // that many steps of the workers' mean compute (what its link must carry
-  // to hide them behind the compute).
-  auto peak_bandwidth = [&](double bytes, double compute_s) -> nlohmann::json {
-    const double per_step = cfg_.train.steps > 0 ? compute_s / double(cfg_.train.steps) : 0.0;
-    if (!(per_step > 0)) return nullptr;
-    return bytes / (double(cfg_.run.peak_window_steps) * per_step);
-  };
   nlohmann::json e = {
       {"event", "end"},
       {"final_val_loss", last_val_loss_},
@@ -477,7 +469,8 @@ void Observer::finish(const Observation& o, double loss, double sim_time, double
        o.reports.empty() ? nlohmann::json::object() : nlohmann::json(o.reports.front().part_shares_by_tag)},
       {"peak_window_steps", cfg_.run.peak_window_steps},
       {"peak_sent_bytes_per_worker", peak_sent},
-      {"peak_bandwidth_per_worker", peak_bandwidth(peak_sent, compute_total / n)},
+      {"peak_bandwidth_per_worker",
+       peak_bandwidth(peak_sent, double(cfg_.run.peak_window_steps), compute_total / n, double(cfg_.train.steps))},
       {"ledger_per_worker", per_worker}};
   if (task_ == "classification") e["final_val_accuracy"] = number_or_null(summary_.final_val_accuracy);
   // Bitwise fingerprints of every worker's final parameters: equal runs

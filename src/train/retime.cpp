@@ -17,6 +17,7 @@
 #include "train/replay.h"
 #include "train/run_folder.h"
 #include "train/timing_files.h"
+#include "train/worker_report.h"
 #include "util/file_io.h"
 #include "util/json_input.h"
 
@@ -169,10 +170,8 @@ class EventRewriter {
     e["bytes_received_by_tag_total"] = received_by_tag;
     if (e.contains("peak_sent_bytes_per_worker")) {
       e["peak_sent_bytes_per_worker"] = peak;
-      // As the run does it: over the window's steps of compute (here the workers' mean).
-      const double steps = double(workers_[0].at_step.size()) - 1, window = e.value("peak_window_steps", 1.0);
-      const double per_step = steps > 0 ? t.compute / n_ / steps : 0.0;
-      e["peak_bandwidth_per_worker"] = per_step > 0 ? nlohmann::json(peak / (window * per_step)) : nlohmann::json();
+      const double steps = double(workers_[0].at_step.size()) - 1;
+      e["peak_bandwidth_per_worker"] = peak_bandwidth(peak, e.value("peak_window_steps", 1.0), t.compute / n_, steps);
     }
     if (e.contains("bytes_sent_by_part_per_worker")) {
       const nlohmann::json shares = e.value("part_shares_by_tag", nlohmann::json::object());

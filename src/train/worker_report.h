@@ -37,6 +37,16 @@ struct WorkerReport {
   static WorkerReport from_json(const nlohmann::json& j);
 };
 
+// The end event's peak_bandwidth_per_worker: the busiest worker's peak
+// (`peak_bytes` within `window_steps` steps) over that many steps of the
+// workers' mean compute, `compute_s` in `steps` steps: the rate its link
+// must carry to hide that window behind the compute. null without compute.
+inline nlohmann::json peak_bandwidth(double peak_bytes, double window_steps, double compute_s, double steps) {
+  const double per_step = steps > 0 ? compute_s / steps : 0.0;
+  if (!(per_step > 0)) return nullptr;
+  return peak_bytes / (window_steps * per_step);
+}
+
 // Bounds on a report from a peer rank (parse_worker_report).
 constexpr size_t kMaxReportBytes = size_t(16) << 20;
 constexpr size_t kMaxReportTags = 4096;
