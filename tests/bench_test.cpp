@@ -3,13 +3,18 @@
 // figures; these machines are shared and noisy).
 #include <gtest/gtest.h>
 
+#include <ATen/ATen.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "atoll/bench.h"
 #include "atoll/train.h"
+#include "bench/op_timer.h"
 #include "compress/codec_names.h"
 #include "strategy/table.h"
 #include "test_util.h"
@@ -93,13 +98,56 @@ TEST(Bench, StrategyGroupReportsEveryMultiWorkerMethodAgainstLocalAdamW) {
   EXPECT_EQ(names, multi_worker);
 }
 
+// The profile group splits a tiny GPT's step into kinds of op whose shares
+// sum to the whole step, and names its largest ops.
+TEST(Bench, ProfileSharesOfAStepAddUpToTheStep) {
+  BenchOptions opts;
+  opts.groups = {"profile"};
+  opts.quick = true;
+  opts.overrides = tiny_model();
+  std::ostringstream out;
+  const std::vector<BenchFigure> figures = run_benchmarks(opts, out);
+  double total = 0;
+  int shares = 0;
+  for (const auto& f : figures) {
+    if (f.name.rfind("default GPT fp32, 1 worker", 0) != 0 || f.name.find(": share of ") == std::string::npos) continue;
+    EXPECT_GE(f.value, 0) << f.name;
+    total += f.value;
+    ++shares;
+  }
+  EXPECT_EQ(shares, 9) << out.str();
+  EXPECT_NEAR(total, 100.0, 0.5) << out.str();
+  EXPECT_NE(out.str().find("aten::mm"), std::string::npos) << "the products are among the largest ops: " << out.str();
+}
+
+// An op timer sees the ops of its own thread only, each op's own time once.
+TEST(OpTimer, TimesTheOwnTimeOfTheCallingThreadsOpsOnly) {
+  const at::Tensor a = at::randn({256, 256});
+  bench::OpTimer timer;
+  const auto t0 = std::chrono::steady_clock::now();
+  at::Tensor c = at::mm(a, a);
+  std::thread([&] { at::Tensor d = at::relu(a); }).join();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto& ops = timer.seconds_by_op();
+  ASSERT_TRUE(ops.count("aten::mm")) << "the product was not timed";
+  EXPECT_GT(ops.at("aten::mm"), 0);
+  EXPECT_FALSE(ops.count("aten::relu")) << "another thread's op was timed";
+  double sum = 0;
+  for (const auto& [op, s] : ops) sum += s;
+  EXPECT_LE(sum, wall);
+  EXPECT_EQ(bench::op_kind("aten::mm"), "matrix products");
+  EXPECT_EQ(bench::op_kind("aten::gelu_backward"), "GELU");
+  EXPECT_EQ(bench::op_kind("aten::copy_"), "copies");
+  EXPECT_EQ(bench::op_kind("autograd::engine::evaluate_function: MmBackward0"), "other");
+}
+
 TEST(Bench, UnknownGroupIsRejectedNamingTheGroupsThatExist) {
   BenchOptions opts;
   opts.groups = {"gemm"};
   std::ostringstream out;
   const std::string msg = testing::invalid_argument_message([&] { run_benchmarks(opts, out); });
   EXPECT_NE(msg.find("unknown benchmark group 'gemm'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("compute, allreduce, codecs, strategies, simulation"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("compute, profile, allreduce, codecs, strategies, simulation"), std::string::npos) << msg;
   EXPECT_TRUE(out.str().empty());
 }
 

@@ -14,9 +14,9 @@ BenchCommand::BenchCommand(CLI::App& app) {
       "[config.toml] [--quick] [--only=GROUPS] [--json=FILE] [--section.key=value ...]");
   bench_->allow_extras();
   bench_->add_flag("--quick", opts_.quick, "fewer sizes, steps and repetitions (about 3 minutes)");
-  bench_->add_option("--only", only_,
-                     "comma-separated groups: gloo, compute, allreduce, codecs, strategies, retime, "
-                     "simulation, preset (default: all, about 15 minutes)");
+  std::string groups;
+  for (const auto& g : atl::bench_groups()) groups += (groups.empty() ? "" : ", ") + g;
+  bench_->add_option("--only", only_, "comma-separated groups: " + groups + " (default: all, about 15 minutes)");
   bench_->add_option("--json", opts_.json_path, "also write the figures to this JSON file");
   bench_->add_option("--data-root", opts_.data_root, "prepared data sets (the simulation group needs brown)")
       ->capture_default_str();

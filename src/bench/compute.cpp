@@ -1,16 +1,16 @@
-// compute: the machine's fp32 GEMM rate and the default GPT's training rate
-// in model FLOP/s, as one worker on every core and as one single-threaded
-// worker per core (the layout of an N-worker simulation).
+// compute: the machine's GEMM rates (fp32 in OpenBLAS and in oneDNN; bf16
+// where native) and the default GPT's training rate in model FLOP/s, as one
+// worker on every core and as one single-threaded worker per core (the
+// layout of an N-worker simulation), each against the best GEMM rate of its
+// dtype and threads (issue 32's targets: 0.80 fp32, 0.70 bf16).
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <thread>
 
-#include "atoll/comm.h"
-#include "atoll/model.h"
-#include "atoll/strategy.h"
 #include "bench/measure.h"
+#include "bench/training_step.h"
 #include "model/precision.h"
-#include "train/gradients.h"
 #include "train/threads.h"
 
 namespace atl::bench {
@@ -28,43 +28,42 @@ double gemm_gflops(int64_t n, int64_t threads, double budget, at::ScalarType dty
   return 2.0 * double(n) * double(n) * double(n) / seconds / 1e9;
 }
 
-// Training steps (forward, backward, strategy "single": clip + AdamW) of the
-// configured model on random tokens, `workers` of them side by side, each on
-// its own thread with `threads` BLAS threads. Returns model FLOP/s of all.
+// GFLOP/s of oneDNN's fp32 n x n x n product (the oneDNN inside LibTorch,
+// through mkldnn_linear on oneDNN-layout tensors; the conversions are
+// outside the timing), or 0 where LibTorch has no oneDNN. LibTorch 1.13
+// sends fp32 products to OpenBLAS; this is the other GEMM the machine has.
+double onednn_fp32_gemm_gflops(int64_t n, int64_t threads, double budget) {
+  if (!at::hasMKLDNN()) return 0;
+  double seconds = 0;
+  std::thread([&] {
+    set_compute_threads(threads, /*onednn_products=*/true);
+    const at::Tensor a = at::randn({n, n}).to_mkldnn(), w = at::randn({n, n}).to_mkldnn();
+    seconds = best_seconds([&] { at::mkldnn_linear(a, w); }, budget, 5);
+  }).join();
+  return 2.0 * double(n) * double(n) * double(n) / seconds / 1e9;
+}
+
+// Training steps of the configured model on random tokens, `workers` of
+// them side by side, each on its own thread with `threads` compute threads.
+// Returns model FLOP/s of all.
 double training_flops(const Config& cfg, int64_t workers, int64_t threads, int steps) {
-  const std::string precision = resolve_precision(cfg.train.precision);
+  std::vector<double> tokens_per_s(static_cast<size_t>(workers), 0);
   double flops_per_token = 0;
-  std::vector<double> seconds(static_cast<size_t>(workers), 0);
   std::vector<std::thread> pool;
   for (int64_t w = 0; w < workers; ++w) {
     pool.emplace_back([&, w] {
-      set_compute_threads(threads, precision == "bf16");
-      Config one = cfg;
-      one.strategy.name = "single";
-      one.strategy.workers = 1;
-      auto model = make_model(cfg.model, kBenchVocab, 1);
-      flops_per_token = model->flops_per_token();
-      InProcessGroup group(1);
-      auto strategy = make_strategy(one, model->parameters(), group.rank(0));
-      const int64_t B = cfg.train.batch_size, T = model->tokens_per_example();
-      at::Tensor x = at::randint(kBenchVocab, {B, T}, at::kLong), y = at::randint(kBenchVocab, {B, T}, at::kLong);
-      const std::vector<at::Tensor> params = model->parameters();
-      const int64_t micro = micro_batches(cfg.model, B, threads);
-      auto step = [&](int t) {  // as the driver's worker loop does it
-        forward_backward(*model, params, {x, y}, precision, micro);
-        strategy->step(t, cfg.optim.lr);
-      };
-      for (int t = 0; t < 2; ++t) step(t);  // warm-up: allocator and BLAS buffers
+      TrainingStep step(cfg, threads);
+      flops_per_token = step.flops_per_token();
+      for (int t = 0; t < 2; ++t) step.run(t);  // warm-up: allocator and BLAS buffers
       const auto t0 = Clock::now();
-      for (int t = 0; t < steps; ++t) step(t);
-      seconds[static_cast<size_t>(w)] = since(t0);
+      for (int t = 0; t < steps; ++t) step.run(t);
+      tokens_per_s[static_cast<size_t>(w)] = double(steps) * step.tokens_per_step() / since(t0);
     });
   }
   for (auto& t : pool) t.join();
-  double tokens_per_s = 0;
-  const double tokens = double(steps) * double(cfg.train.batch_size) * double(cfg.model.block_size);
-  for (double s : seconds) tokens_per_s += tokens / s;
-  return tokens_per_s * flops_per_token;
+  double total = 0;
+  for (double r : tokens_per_s) total += r;
+  return total * flops_per_token;
 }
 
 }  // namespace
@@ -73,25 +72,38 @@ void run_compute(const Context& ctx, Sink& sink) {
   if (ctx.cfg.model.kind != "gpt") throw std::invalid_argument("bench compute: needs model.kind = gpt");
   const int64_t cores = ctx.cores;
   const std::string all = std::to_string(cores) + " thread" + (cores > 1 ? "s" : "");
-  const double gemm_all = gemm_gflops(1024, cores, ctx.budget);
-  const double gemm_one = gemm_gflops(1024, 1, ctx.budget);
-  sink.add(figure("compute", "fp32 GEMM 1024^3, " + all, gemm_all, "GFLOP/s"));
-  sink.add(figure("compute", "fp32 GEMM 1024^3, 1 thread", gemm_one, "GFLOP/s"));
+  const double openblas_all = gemm_gflops(1024, cores, ctx.budget);
+  const double openblas_one = gemm_gflops(1024, 1, ctx.budget);
+  sink.add(figure("compute", "fp32 GEMM 1024^3 (OpenBLAS), " + all, openblas_all, "GFLOP/s"));
+  sink.add(figure("compute", "fp32 GEMM 1024^3 (OpenBLAS), 1 thread", openblas_one, "GFLOP/s"));
+  const double onednn_all = onednn_fp32_gemm_gflops(1024, cores, ctx.budget);
+  const double onednn_one = onednn_fp32_gemm_gflops(1024, 1, ctx.budget);
+  if (onednn_all > 0) {
+    sink.add(figure("compute", "fp32 GEMM 1024^3 (oneDNN), " + all, onednn_all, "GFLOP/s", "OpenBLAS, " + all,
+                    openblas_all));
+    sink.add(figure("compute", "fp32 GEMM 1024^3 (oneDNN), 1 thread", onednn_one, "GFLOP/s", "OpenBLAS, 1 thread",
+                    openblas_one));
+  }
+  // Training is measured against the best fp32 GEMM the machine has, which
+  // may not be the one training uses (OpenBLAS, in LibTorch 1.13).
+  const double gemm_all = std::max(openblas_all, onednn_all), gemm_one = std::max(openblas_one, onednn_one);
+  sink.note(std::string("best fp32 GEMM: ") + (onednn_all > openblas_all ? "oneDNN" : "OpenBLAS") + " on " + all +
+            ", " + (onednn_one > openblas_one ? "oneDNN" : "OpenBLAS") + " on 1 thread");
 
   const int steps = ctx.opts.quick ? 4 : 12;
   // Each layout against the GEMM rate of the same threads.
   auto layouts = [&](const Config& cfg, const std::string& kind, double rate_all, double rate_one) {
     const double one_worker = training_flops(cfg, 1, cores, steps) / 1e9;
     BenchFigure f = figure("compute", "default GPT training " + kind + ", 1 worker x " + all, one_worker,
-                           "GFLOP/s (model)", kind + " GEMM, " + all, rate_all);
-    sink.add(with_target(f, ">=", 0.70));
+                           "GFLOP/s (model)", "best " + kind + " GEMM, " + all, rate_all);
+    sink.add(with_target(f, ">=", kind == "fp32" ? 0.80 : 0.70));
     if (cores > 1) {
       const double per_core = training_flops(cfg, cores, 1, steps) / 1e9;
       BenchFigure g = figure(
           "compute", "default GPT training " + kind + ", " + std::to_string(cores) + " workers x 1 thread", per_core,
-          "GFLOP/s (model)", std::to_string(cores) + " x " + kind + " GEMM, 1 thread", double(cores) * rate_one);
+          "GFLOP/s (model)", std::to_string(cores) + " x best " + kind + " GEMM, 1 thread", double(cores) * rate_one);
       g.note = "the layout of an N-worker simulation";
-      sink.add(with_target(g, ">=", 0.70));
+      sink.add(with_target(g, ">=", kind == "fp32" ? 0.80 : 0.70));
     }
     return one_worker;
   };

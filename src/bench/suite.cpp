@@ -58,8 +58,28 @@ void Sink::note(const std::string& line) { out_ << "  " << line << std::endl; }
 
 }  // namespace bench
 
+namespace {
+using Group = void (*)(const bench::Context&, bench::Sink&);
+// Every group, in the order they run: gloo forks, and must do so before any
+// other group has started threads.
+const std::vector<std::pair<std::string, Group>>& group_table() {
+  static const std::vector<std::pair<std::string, Group>> table = {{"gloo", bench::run_gloo},
+                                                                   {"compute", bench::run_compute},
+                                                                   {"profile", bench::run_profile},
+                                                                   {"allreduce", bench::run_allreduce},
+                                                                   {"codecs", bench::run_codecs},
+                                                                   {"strategies", bench::run_strategies},
+                                                                   {"simulation", bench::run_simulation},
+                                                                   {"retime", bench::run_retime},
+                                                                   {"preset", bench::run_preset}};
+  return table;
+}
+}  // namespace
+
 std::vector<std::string> bench_groups() {
-  return {"gloo", "compute", "allreduce", "codecs", "strategies", "simulation", "retime", "preset"};
+  std::vector<std::string> names;
+  for (const auto& [name, run] : group_table()) names.push_back(name);
+  return names;
 }
 
 std::vector<BenchFigure> run_benchmarks(const BenchOptions& opts, std::ostream& out) {
@@ -83,17 +103,11 @@ std::vector<BenchFigure> run_benchmarks(const BenchOptions& opts, std::ostream& 
   bench::Sink sink(out);
   // Every figure belongs to a machine: the CPU and the BLAS kernels it ran.
   out << "machine: " << describe_machine(machine_info()) << std::endl;
-  using Group = void (*)(const bench::Context&, bench::Sink&);
-  const std::map<std::string, Group> groups = {
-      {"gloo", bench::run_gloo},     {"compute", bench::run_compute},       {"allreduce", bench::run_allreduce},
-      {"codecs", bench::run_codecs}, {"strategies", bench::run_strategies}, {"simulation", bench::run_simulation},
-      {"retime", bench::run_retime}, {"preset", bench::run_preset}};
-  // In bench_groups() order whatever the order asked for: gloo forks, and
-  // must do so before any other group has started threads.
-  for (const auto& g : all) {
+  // In the table's order whatever the order asked for.
+  for (const auto& [g, run] : group_table()) {
     if (std::find(chosen.begin(), chosen.end(), g) == chosen.end()) continue;
     out << "== " << g << std::endl;
-    groups.at(g)(ctx, sink);
+    run(ctx, sink);
   }
 
   if (!opts.json_path.empty()) {

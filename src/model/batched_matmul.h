@@ -9,8 +9,10 @@
 
 namespace atl {
 
-// a (G, n, k) times b (G, k, m) -> (G, n, m), differentiable. The same
-// per-matrix products as at::bmm; with one BLAS thread it is at::bmm.
-at::Tensor batched_matmul(const at::Tensor& a, const at::Tensor& b);
+// out (G, n, m) = a (G, n, k) times b (G, k, m), not differentiable. Any of
+// the three may be a strided view (a head read in place from the fused
+// q/k/v projection, say): each matrix needs a unit stride in one of its two
+// dimensions, as BLAS does. With one BLAS thread this is at::bmm_out.
+void bmm_into(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 
 }  // namespace atl

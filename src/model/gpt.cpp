@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "atoll/model.h"
-#include "model/batched_matmul.h"
+#include "model/causal_attention.h"
 #include "model/init.h"
 
 namespace atl {
@@ -45,21 +45,7 @@ class BlockImpl : public torch::nn::Module {
 
   // x: (B, T, C); mask: (T, T) bool, true above the diagonal (future positions).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& mask) {
-    const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / n_head_;
-    auto qkv = c_attn->forward(ln1->forward(x)).split(C, /*dim=*/2);  // 3 x (B, T, C)
-    auto heads = [&](const at::Tensor& t) { return t.view({B, T, n_head_, hs}).transpose(1, 2); };
-    at::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // (B, nh, T, hs)
-    // (B * nh) small products, batch split across the worker's BLAS threads.
-    auto batched = [&](const at::Tensor& t) { return t.reshape({B * n_head_, t.size(2), t.size(3)}); };
-    at::Tensor att = batched_matmul(batched(q), batched(k.transpose(-2, -1)))
-                         .view({B, n_head_, T, T})
-                         .mul_(1.0 / std::sqrt(double(hs)));
-    // Softmax in fp32 even when the products are bf16, as GPU autocast does:
-    // bf16's 8-bit mantissa would round the attention weights.
-    att = att.masked_fill_(mask, -std::numeric_limits<float>::infinity()).softmax(-1, at::kFloat);
-    if (dropout_ > 0) att = at::dropout(att, dropout_, is_training());
-    at::Tensor y =
-        batched_matmul(batched(att), batched(v)).view({B, n_head_, T, hs}).transpose(1, 2).contiguous().view({B, T, C});
+    at::Tensor y = causal_attention(c_attn->forward(ln1->forward(x)), n_head_, mask, dropout_, is_training());
     y = attn_proj->forward(y);
     if (dropout_ > 0) y = at::dropout(y, dropout_, is_training());
     at::Tensor h = x + y;
