@@ -108,6 +108,7 @@ void run_compute(const Context& ctx, Sink& sink) {
     return one_worker;
   };
   const double fp32_rate = layouts(ctx.cfg, "fp32", gemm_all, gemm_one);
+  run_gemm_shapes(ctx, sink);
 
   const std::string no_bf16 = bf16_unavailable_reason(this_cpu_bf16_features());
   if (!no_bf16.empty()) {

@@ -62,6 +62,7 @@ BenchFigure& with_target(BenchFigure& f, const std::string& op, double bound);
 // The groups (one .cpp each).
 void run_gloo(const Context& ctx, Sink& sink);
 void run_compute(const Context& ctx, Sink& sink);
+void run_gemm_shapes(const Context& ctx, Sink& sink);  // part of compute
 void run_profile(const Context& ctx, Sink& sink);
 void run_allreduce(const Context& ctx, Sink& sink);
 void run_codecs(const Context& ctx, Sink& sink);
