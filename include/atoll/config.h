@@ -118,6 +118,10 @@ struct TrainConfig {
   // (autocast-style mixed precision; CPUs with AVX-512 only); "auto" = bf16
   // where the CPU has native bf16 products (AVX-512 BF16, AMX), else fp32.
   std::string precision = "fp32";
+  // Which library multiplies fp32 matrices (training, evaluation, attention):
+  // "openblas" (LibTorch's own choice) or "onednn" (oneDNN's sgemm, faster
+  // at most of a small GPT's shapes; the last bits of every product differ).
+  std::string gemm = "openblas";
 };
 
 // The most workers a run may have. Simulated workers are threads of one

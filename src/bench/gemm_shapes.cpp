@@ -85,7 +85,8 @@ void run_gemm_shapes(const Context& ctx, Sink& sink) {
                   1e3 * best_total, "ms", "all in OpenBLAS", 1e3 * openblas_total));
   sink.add(figure("compute", "fp32 products of one step (1 worker, 1 thread), all in oneDNN", 1e3 * onednn_total, "ms",
                   "all in OpenBLAS", 1e3 * openblas_total));
-  sink.note("training sends every fp32 product to OpenBLAS (LibTorch 1.13); these figures are what routing would gain");
+  sink.note(
+      "train.gemm picks one library for every fp32 product; the first figure is what a per-shape choice would give");
 }
 
 }  // namespace atl::bench

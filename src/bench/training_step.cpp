@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "bench/measure.h"
+#include "model/gemm.h"
 #include "model/precision.h"
 #include "train/gradients.h"
 #include "train/threads.h"
@@ -11,7 +12,8 @@ namespace atl::bench {
 
 TrainingStep::TrainingStep(const Config& cfg, int64_t threads)
     : cfg_(cfg), precision_(resolve_precision(cfg.train.precision)) {
-  set_compute_threads(threads, precision_ == "bf16");
+  set_gemm(cfg.train.gemm);  // process-wide; every worker of a layout has the same
+  set_compute_threads(threads, products_in_onednn(precision_));
   cfg_.strategy.name = "single";
   cfg_.strategy.workers = 1;
   model_ = make_model(cfg_.model, kBenchVocab, 1);

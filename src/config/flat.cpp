@@ -98,7 +98,8 @@ FlatConfig with_keys_added_later(FlatConfig done) {
   // as simulations.
   // Muon's knobs (optim.muon_*) act only with optim.name = muon, [desloc] only
   // with its method. streaming.eager = false is Streaming DiLoCo as before.
-  static const char* const kAdded[] = {"codec.chunk",
+  static const char* const kAdded[] = {"train.gemm",
+                                       "codec.chunk",
                                        "codec.chunk_topk",
                                        "sparseloco.outer_lr",
                                        "sparseloco.error_decay",

@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "model/gemm.h"
+
 namespace atl {
 namespace {
 
@@ -34,6 +36,9 @@ void bmm_share(at::Tensor out, const at::Tensor& a, const at::Tensor& b) {
 }  // namespace
 
 void bmm_into(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+  // oneDNN (train.gemm = onednn) takes the matrices one after another and
+  // threads within each on ATen's pool.
+  if (out.scalar_type() == at::kFloat && current_gemm() == Gemm::kOneDnn) return onednn_bmm(out, a, b);
   const int threads = blas_threads();
   const int64_t batch = a.size(0);
   if (threads <= 1 || batch < 2 * threads) return bmm_share(out, a, b);

@@ -12,7 +12,8 @@ namespace atl {
 // out (G, n, m) = a (G, n, k) times b (G, k, m), not differentiable. Any of
 // the three may be a strided view (a head read in place from the fused
 // q/k/v projection, say): each matrix needs a unit stride in one of its two
-// dimensions, as BLAS does. With one BLAS thread this is at::bmm_out.
+// dimensions, as BLAS does. With one BLAS thread this is at::bmm_out; with
+// train.gemm = onednn, fp32 products go to oneDNN (model/gemm.h).
 void bmm_into(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 
 }  // namespace atl

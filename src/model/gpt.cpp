@@ -8,6 +8,7 @@
 
 #include "atoll/model.h"
 #include "model/causal_attention.h"
+#include "model/gemm.h"
 #include "model/init.h"
 
 namespace atl {
@@ -45,11 +46,13 @@ class BlockImpl : public torch::nn::Module {
 
   // x: (B, T, C); mask: (T, T) bool, true above the diagonal (future positions).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& mask) {
-    at::Tensor y = causal_attention(c_attn->forward(ln1->forward(x)), n_head_, mask, dropout_, is_training());
-    y = attn_proj->forward(y);
+    // The linears' products go to the GEMM train.gemm chose (model/gemm.h).
+    auto apply = [](torch::nn::Linear& l, const at::Tensor& in) { return linear(in, l->weight, l->bias); };
+    at::Tensor y = causal_attention(apply(c_attn, ln1->forward(x)), n_head_, mask, dropout_, is_training());
+    y = apply(attn_proj, y);
     if (dropout_ > 0) y = at::dropout(y, dropout_, is_training());
     at::Tensor h = x + y;
-    at::Tensor m = mlp_proj->forward(at::gelu(c_fc->forward(ln2->forward(h))));
+    at::Tensor m = apply(mlp_proj, at::gelu(apply(c_fc, ln2->forward(h))));
     if (dropout_ > 0) m = at::dropout(m, dropout_, is_training());
     return h + m;
   }
@@ -120,7 +123,7 @@ class GPT : public Model {
     at::Tensor mask = mask_.narrow(0, 0, T).narrow(1, 0, T);
     for (auto& b : blocks) h = b->forward(h, mask);
     h = ln_f->forward(h);
-    return at::linear(h, wte);  // head tied to the token embedding: (B, T, V)
+    return linear(h, wte, at::Tensor());  // head tied to the token embedding: (B, T, V)
   }
 
   ModelConfig cfg_;

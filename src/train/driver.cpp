@@ -13,6 +13,7 @@
 #include "atoll/net.h"
 #include "atoll/strategy.h"
 #include "model/export.h"
+#include "model/gemm.h"
 #include "model/precision.h"
 #include "net/devices.h"
 #include "strategy/baselines.h"
@@ -152,7 +153,7 @@ class Driver {
 
   // The worker loop: the same sequence for a simulated and a real worker.
   void worker(WorkerSlot& slot) {
-    set_compute_threads(threads_, cfg_.train.precision == "bf16");
+    set_compute_threads(threads_, products_in_onednn(cfg_.train.precision));
     const int64_t w = slot.rank;
     Communicator& comm = *slot.comm;
     // Island i's devices read island i's shard (one stream, D batches at a
@@ -419,6 +420,7 @@ RunSummary run_on_cluster(const Config& cfg, Cluster& cluster, MetricsLog& log, 
   // train.precision = auto becomes this machine's choice before anything reads it.
   Config resolved = cfg;
   resolved.train.precision = resolve_precision(cfg.train.precision);
+  set_gemm(resolved.train.gemm);  // process-wide: every model of this run multiplies in it
   Driver driver(resolved, cluster, log, hooks, threads_per_worker_hint, plan);
   return driver.run();
 }

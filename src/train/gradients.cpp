@@ -6,6 +6,7 @@
 #include <exception>
 #include <thread>
 
+#include "model/gemm.h"
 #include "model/precision.h"
 #include "train/threads.h"
 
@@ -34,7 +35,7 @@ at::Tensor forward_backward(Model& model, const std::vector<at::Tensor>& params,
   std::vector<std::exception_ptr> errors(static_cast<size_t>(micro));
   auto part = [&](int64_t m) {
     try {
-      set_compute_threads(1, precision == "bf16");
+      set_compute_threads(1, products_in_onednn(precision));
       const int64_t lo = rows * m / micro, hi = rows * (m + 1) / micro;
       at::Tensor loss;
       {
@@ -55,7 +56,7 @@ at::Tensor forward_backward(Model& model, const std::vector<at::Tensor>& params,
   for (int64_t m = 1; m < micro; ++m) helpers.emplace_back(part, m);
   part(0);
   for (auto& h : helpers) h.join();
-  set_compute_threads(caller_threads, precision == "bf16");
+  set_compute_threads(caller_threads, products_in_onednn(precision));
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
   // In micro-batch order, as backward would have accumulated them.

@@ -343,6 +343,7 @@ void Observer::write_start_event(int64_t threads_per_worker) {
                       {"vocab_size", data_.vocab_size()},
                       {"threads_per_worker", threads_per_worker},
                       {"precision", cfg_.train.precision},
+                      {"gemm", cfg_.train.gemm},
                       {"compute_time", cfg_.network.compute_time},
                       {"clock", describe_compute_clock(cfg_.network, flops_per_token_ * double(tokens_per_step_))},
                       {"mode", real_ ? "real" : "simulated"}};
@@ -372,7 +373,7 @@ void Observer::announce_start() const {
   s.flops_source = flops_.source;
   // The precision trained in (train.precision = auto resolved for this machine).
   s.summary = "model: " + std::to_string(params_) + " parameters, " + describe_model_flops(flops_) + "; training in " +
-              cfg_.train.precision;
+              cfg_.train.precision + (cfg_.train.gemm == "onednn" ? " (fp32 products in oneDNN)" : "");
   hooks_.start(s);
 }
 
