@@ -474,6 +474,11 @@ class LauncherProcess {
   LauncherProcess(LaunchOptions opts, const testing::TempDir& dir) : dir_(dir) {
     pid_ = fork();
     if (pid_ != 0) return;
+    // A test binary started as a background job of a non-interactive shell
+    // (`atoll_tests &`) inherits SIGINT ignored, and the launcher keeps an
+    // ignored signal ignored (nohup's meaning): these tests send it one.
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
     int code = 99;
     {
       std::ofstream log(dir / "launcher.log");
