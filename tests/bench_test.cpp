@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -139,6 +140,11 @@ TEST(OpTimer, TimesTheOwnTimeOfTheCallingThreadsOpsOnly) {
   EXPECT_EQ(bench::op_kind("aten::gelu_backward"), "GELU");
   EXPECT_EQ(bench::op_kind("aten::copy_"), "copies");
   EXPECT_EQ(bench::op_kind("autograd::engine::evaluate_function: MmBackward0"), "other");
+  for (const char* op : {"aten::mm", "aten::gelu", "aten::_softmax", "aten::copy_", "aten::native_layer_norm",
+                         "aten::nll_loss", "aten::add", "MmBackward0"}) {
+    const auto& kinds = bench::op_kinds();
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), bench::op_kind(op)), kinds.end()) << op;
+  }
 }
 
 TEST(Bench, UnknownGroupIsRejectedNamingTheGroupsThatExist) {

@@ -17,31 +17,37 @@
 namespace atl::bench {
 namespace {
 
-// GFLOP/s of an n x n x n matmul of `dtype` with `threads` BLAS threads
-// (bf16 products go to oneDNN, which takes ATen's thread count).
-double gemm_gflops(int64_t n, int64_t threads, double budget, at::ScalarType dtype = at::kFloat) {
+// GFLOP/s of an n x n x n product, timed on a thread of its own with
+// `threads` compute threads (`onednn`: on ATen's pool, which oneDNN uses).
+// `make` runs on that thread and returns the product to time.
+template <class Make>
+double product_gflops(int64_t n, int64_t threads, bool onednn, double budget, Make make) {
   double seconds = 0;
   std::thread([&] {
-    set_compute_threads(threads, dtype != at::kFloat);
-    at::Tensor a = at::randn({n, n}).to(dtype), b = at::randn({n, n}).to(dtype), c = at::empty({n, n}, dtype);
-    seconds = best_seconds([&] { at::mm_out(c, a, b); }, budget, 5);
+    set_compute_threads(threads, onednn);
+    auto product = make();
+    seconds = best_seconds(product, budget, 5);
   }).join();
   return 2.0 * double(n) * double(n) * double(n) / seconds / 1e9;
 }
 
-// GFLOP/s of oneDNN's fp32 n x n x n product (the oneDNN inside LibTorch,
-// through mkldnn_linear on oneDNN-layout tensors; the conversions are
-// outside the timing), or 0 where LibTorch has no oneDNN. LibTorch 1.13
-// sends fp32 products to OpenBLAS; this is the other GEMM the machine has.
+// at::mm of `dtype`: fp32 goes to OpenBLAS, bf16 to oneDNN.
+double gemm_gflops(int64_t n, int64_t threads, double budget, at::ScalarType dtype = at::kFloat) {
+  return product_gflops(n, threads, dtype != at::kFloat, budget, [&] {
+    at::Tensor a = at::randn({n, n}).to(dtype), b = at::randn({n, n}).to(dtype), c = at::empty({n, n}, dtype);
+    return [a, b, c]() mutable { at::mm_out(c, a, b); };
+  });
+}
+
+// oneDNN's fp32 product (the oneDNN inside LibTorch, through mkldnn_linear
+// on oneDNN-layout tensors; the conversions are outside the timing), or 0
+// where LibTorch has no oneDNN: the other fp32 GEMM the machine has.
 double onednn_fp32_gemm_gflops(int64_t n, int64_t threads, double budget) {
   if (!at::hasMKLDNN()) return 0;
-  double seconds = 0;
-  std::thread([&] {
-    set_compute_threads(threads, /*onednn_products=*/true);
+  return product_gflops(n, threads, /*onednn=*/true, budget, [&] {
     const at::Tensor a = at::randn({n, n}).to_mkldnn(), w = at::randn({n, n}).to_mkldnn();
-    seconds = best_seconds([&] { at::mkldnn_linear(a, w); }, budget, 5);
-  }).join();
-  return 2.0 * double(n) * double(n) * double(n) / seconds / 1e9;
+    return [a, w] { at::mkldnn_linear(a, w); };
+  });
 }
 
 // Training steps of the configured model on random tokens, `workers` of
@@ -92,30 +98,34 @@ void run_compute(const Context& ctx, Sink& sink) {
             ", " + (onednn_one > openblas_one ? "oneDNN" : "OpenBLAS") + " on 1 thread");
 
   const int steps = ctx.opts.quick ? 4 : 12;
-  // Each layout against the GEMM rate of the same threads.
-  auto layouts = [&](const Config& cfg, const std::string& kind, double rate_all, double rate_one) {
+  // Each layout against the best GEMM rate of its dtype and the same threads;
+  // `label` names the run ("fp32", "fp32 (oneDNN products)", "bf16").
+  auto layouts = [&](const Config& cfg, const std::string& label, double rate_all, double rate_one) {
+    const std::string dtype = resolve_precision(cfg.train.precision);
+    const double target = dtype == "bf16" ? 0.70 : 0.80;
     const double one_worker = training_flops(cfg, 1, cores, steps) / 1e9;
-    BenchFigure f = figure("compute", "default GPT training " + kind + ", 1 worker x " + all, one_worker,
-                           "GFLOP/s (model)", "best " + kind.substr(0, 4) + " GEMM, " + all, rate_all);
-    sink.add(with_target(f, ">=", kind == "bf16" ? 0.70 : 0.80));
+    BenchFigure f = figure("compute", "default GPT training " + label + ", 1 worker x " + all, one_worker,
+                           "GFLOP/s (model)", "best " + dtype + " GEMM, " + all, rate_all);
+    sink.add(with_target(f, ">=", target));
     if (cores > 1) {
       const double per_core = training_flops(cfg, cores, 1, steps) / 1e9;
-      BenchFigure g =
-          figure("compute", "default GPT training " + kind + ", " + std::to_string(cores) + " workers x 1 thread",
-                 per_core, "GFLOP/s (model)",
-                 std::to_string(cores) + " x best " + kind.substr(0, 4) + " GEMM, 1 thread", double(cores) * rate_one);
+      BenchFigure g = figure(
+          "compute", "default GPT training " + label + ", " + std::to_string(cores) + " workers x 1 thread", per_core,
+          "GFLOP/s (model)", std::to_string(cores) + " x best " + dtype + " GEMM, 1 thread", double(cores) * rate_one);
       g.note = "the layout of an N-worker simulation";
-      sink.add(with_target(g, ">=", kind == "bf16" ? 0.70 : 0.80));
+      sink.add(with_target(g, ">=", target));
     }
     return one_worker;
   };
   Config openblas = ctx.cfg;
+  openblas.train.precision = "fp32";
   openblas.train.gemm = "openblas";
   const double fp32_rate = layouts(openblas, "fp32", gemm_all, gemm_one);
   if (onednn_sgemm_available()) {  // the same steps with every fp32 product in oneDNN (train.gemm = onednn)
-    Config onednn = ctx.cfg;
+    Config onednn = openblas;
     onednn.train.gemm = "onednn";
     layouts(onednn, "fp32 (oneDNN products)", gemm_all, gemm_one);
+    set_gemm(ctx.cfg.train.gemm);  // the training steps set it process-wide: back to the config's for later groups
   }
   run_gemm_shapes(ctx, sink);
 

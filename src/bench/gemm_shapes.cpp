@@ -1,8 +1,8 @@
 // The fp32 products of one default-GPT training step, shape by shape, in
 // both GEMMs the machine has: OpenBLAS (where LibTorch 1.13 sends fp32
-// products) and oneDNN's sgemm (in the libdnnl LibTorch loads). The figures
-// say what routing each shape to the faster one would gain; atoll does not
-// route yet.
+// products) and oneDNN's sgemm (in the libdnnl LibTorch loads). train.gemm
+// sends every product to one of them; the per-shape total says what a
+// choice per shape would gain.
 #include <ATen/ATen.h>
 #include <dlfcn.h>
 

@@ -53,6 +53,12 @@ OpTimer::~OpTimer() {
   state = ThreadState{};
 }
 
+const std::vector<std::string>& op_kinds() {
+  static const std::vector<std::string> kinds = {"matrix products", "GELU", "softmax",        "copies",
+                                                 "layer norm",      "loss", "other ATen ops", "other"};
+  return kinds;
+}
+
 std::string op_kind(const std::string& op) {
   if (contains(op, "gelu")) return "GELU";
   if (contains(op, "softmax") && !contains(op, "log_softmax")) return "softmax";

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace atl::bench {
 
@@ -34,5 +35,7 @@ class OpTimer {
 // (the own time of autograd nodes and atoll's scopes: bookkeeping between
 // kernels).
 std::string op_kind(const std::string& op);
+// Every kind op_kind() returns, in the bench's order.
+const std::vector<std::string>& op_kinds();
 
 }  // namespace atl::bench

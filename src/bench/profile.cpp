@@ -56,8 +56,9 @@ void report(const StepProfile& p, const std::string& label, Sink& sink) {
   }
   by_kind["unrecorded"] = std::max(0.0, p.timed_seconds - recorded);
   sink.add(figure("profile", label + ": step", 1e3 * p.seconds_per_step, "ms"));
-  for (const char* kind :
-       {"matrix products", "GELU", "softmax", "copies", "layer norm", "loss", "other ATen ops", "other", "unrecorded"})
+  std::vector<std::string> kinds = op_kinds();
+  kinds.push_back("unrecorded");
+  for (const std::string& kind : kinds)
     sink.add(figure("profile", label + ": share of " + kind, 100 * by_kind[kind] / p.timed_seconds, "%"));
   BenchFigure f = figure("profile", label + ": GELU + copies", by_kind["GELU"] + by_kind["copies"], "s", "the step",
                          p.timed_seconds);

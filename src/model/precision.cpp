@@ -37,14 +37,6 @@ std::string resolve_precision(const std::string& precision) {
   return resolve_precision(precision, this_cpu_bf16_features());
 }
 
-std::string precision_choice_note(const std::string& precision) {
-  const CpuBf16Features f = this_cpu_bf16_features();
-  const std::string chosen = resolve_precision(precision, f);
-  if (precision != "auto") return chosen;
-  return chosen + (chosen == "bf16" ? " (train.precision = auto: this CPU multiplies bf16 natively, AVX-512 BF16)"
-                                    : " (train.precision = auto: this CPU has no native bf16 products)");
-}
-
 void require_precision_supported(const std::string& precision) {
   if (precision != "bf16") return;
   const std::string why = bf16_unavailable_reason(this_cpu_bf16_features());

@@ -32,10 +32,8 @@ std::string bf16_unavailable_reason(const CpuBf16Features& f);
 // 1.8x faster with losses within 0.002; fp32 elsewhere (emulated bf16 is
 // slower than fp32). "fp32" and "bf16" are returned as they are.
 std::string resolve_precision(const std::string& precision, const CpuBf16Features& f);
-// The same for this machine, and why: "bf16 (train.precision = auto: this
-// CPU has AVX-512 BF16)".
+// The same for this machine.
 std::string resolve_precision(const std::string& precision);
-std::string precision_choice_note(const std::string& precision);
 
 // Throws std::invalid_argument when `precision` cannot run on this machine.
 void require_precision_supported(const std::string& precision);
