@@ -139,6 +139,8 @@ TEST(OpTimer, TimesTheOwnTimeOfTheCallingThreadsOpsOnly) {
   EXPECT_EQ(bench::op_kind("aten::mm"), "matrix products");
   EXPECT_EQ(bench::op_kind("aten::gelu_backward"), "GELU");
   EXPECT_EQ(bench::op_kind("aten::copy_"), "copies");
+  EXPECT_EQ(bench::op_kind("atl::onednn_gemm"), "matrix products") << "oneDNN's sgemm (train.gemm = onednn, auto)";
+  EXPECT_EQ(bench::op_kind("atl::routed_linear"), "other") << "a scope whose products are timed inside it";
   EXPECT_EQ(bench::op_kind("autograd::engine::evaluate_function: MmBackward0"), "other");
   for (const char* op : {"aten::mm", "aten::gelu", "aten::_softmax", "aten::copy_", "aten::native_layer_norm",
                          "aten::nll_loss", "aten::add", "MmBackward0"}) {

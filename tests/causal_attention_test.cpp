@@ -64,7 +64,7 @@ Result run(bool fused, const at::Tensor& qkv0, const at::Tensor& gy, int64_t n_h
   at::Tensor qkv = qkv0.to(dtype).clone().requires_grad_(true);  // a leaf of its own
   at::manual_seed(7);                                            // dropout's draws
   at::Tensor y =
-      fused ? causal_attention(qkv, n_head, mask, dropout, true) : unfused_attention(qkv, n_head, mask, dropout, true);
+      fused ? causal_attention(qkv, n_head, dropout, true) : unfused_attention(qkv, n_head, mask, dropout, true);
   y.backward(gy.to(dtype));
   return {y.detach().to(at::kFloat), qkv.grad().to(at::kFloat)};
 }
@@ -168,7 +168,7 @@ TEST(CausalAttention, RunsInInferenceMode) {
   at::Tensor y;
   {
     c10::InferenceMode inference;
-    y = causal_attention(qkv, 2, mask, 0, false);
+    y = causal_attention(qkv, 2, 0, false);
   }
   EXPECT_TRUE(at::equal(y, unfused_attention(qkv, 2, mask, 0, false)));
 }

@@ -1,7 +1,7 @@
 // Tests for the models: GPT shapes, initial loss, overfitting, parameter
 // counts, seeding, GPT-2 initialisation, causality, FLOPs; MLP and CNN.
 #include "atoll/model.h"
-#include "model/batched_matmul.h"
+#include "model/gemm.h"
 #include "train/threads.h"
 
 #include <gtest/gtest.h>

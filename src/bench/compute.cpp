@@ -52,10 +52,17 @@ double onednn_fp32_gemm_gflops(int64_t n, int64_t threads, double budget) {
 
 // Training steps of the configured model on random tokens, `workers` of
 // them side by side, each on its own thread with `threads` compute threads.
-// Returns model FLOP/s of all.
-double training_flops(const Config& cfg, int64_t workers, int64_t threads, int steps) {
+// Returns model FLOP/s of all. With train.gemm = auto, `routes` gets what
+// the routes chose.
+double training_flops(const Config& cfg, int64_t workers, int64_t threads, int steps, std::string* routes = nullptr) {
   std::vector<double> tokens_per_s(static_cast<size_t>(workers), 0);
   double flops_per_token = 0;
+  // train.gemm = auto: the routes of a worker's step, measured before any
+  // worker runs (as a run does), on one worker's threads.
+  if (cfg.train.gemm == "auto") {
+    std::thread([&] { TrainingStep(cfg, threads).route_products(); }).join();
+    if (routes) *routes = describe_routes(gemm_routes());
+  }
   std::vector<std::thread> pool;
   for (int64_t w = 0; w < workers; ++w) {
     pool.emplace_back([&, w] {
@@ -103,16 +110,18 @@ void run_compute(const Context& ctx, Sink& sink) {
   auto layouts = [&](const Config& cfg, const std::string& label, double rate_all, double rate_one) {
     const std::string dtype = resolve_precision(cfg.train.precision);
     const double target = dtype == "bf16" ? 0.70 : 0.80;
-    const double one_worker = training_flops(cfg, 1, cores, steps) / 1e9;
+    std::string routes;
+    const double one_worker = training_flops(cfg, 1, cores, steps, &routes) / 1e9;
     BenchFigure f = figure("compute", "default GPT training " + label + ", 1 worker x " + all, one_worker,
                            "GFLOP/s (model)", "best " + dtype + " GEMM, " + all, rate_all);
+    f.note = routes;
     sink.add(with_target(f, ">=", target));
     if (cores > 1) {
-      const double per_core = training_flops(cfg, cores, 1, steps) / 1e9;
+      const double per_core = training_flops(cfg, cores, 1, steps, &routes) / 1e9;
       BenchFigure g = figure(
           "compute", "default GPT training " + label + ", " + std::to_string(cores) + " workers x 1 thread", per_core,
           "GFLOP/s (model)", std::to_string(cores) + " x best " + dtype + " GEMM, 1 thread", double(cores) * rate_one);
-      g.note = "the layout of an N-worker simulation";
+      g.note = "the layout of an N-worker simulation" + (routes.empty() ? "" : "; " + routes);
       sink.add(with_target(g, ">=", target));
     }
     return one_worker;
@@ -125,6 +134,9 @@ void run_compute(const Context& ctx, Sink& sink) {
     Config onednn = openblas;
     onednn.train.gemm = "onednn";
     layouts(onednn, "fp32 (oneDNN products)", gemm_all, gemm_one);
+    Config routed = openblas;  // each product shape in the library measured faster at it
+    routed.train.gemm = "auto";
+    layouts(routed, "fp32 (each shape in its faster GEMM)", gemm_all, gemm_one);
     set_gemm(ctx.cfg.train.gemm);  // the training steps set it process-wide: back to the config's for later groups
   }
   run_gemm_shapes(ctx, sink);

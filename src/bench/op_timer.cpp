@@ -64,7 +64,8 @@ std::string op_kind(const std::string& op) {
   if (contains(op, "softmax") && !contains(op, "log_softmax")) return "softmax";
   if (contains(op, "layer_norm")) return "layer norm";
   if (contains(op, "cross_entropy") || contains(op, "nll") || contains(op, "log_softmax")) return "loss";
-  if (op.rfind("aten::", 0) != 0) return "other";  // autograd nodes' and atoll scopes' own time
+  if (op == "atl::onednn_gemm") return "matrix products";  // oneDNN's sgemm (model/gemm.h)
+  if (op.rfind("aten::", 0) != 0) return "other";          // autograd nodes' and atoll scopes' own time
   for (const char* product : {"mm", "matmul", "linear"})
     if (contains(op, product)) return "matrix products";
   for (const char* copy : {"aten::copy_", "aten::clone", "aten::contiguous", "aten::cat", "aten::stack"})

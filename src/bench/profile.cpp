@@ -30,6 +30,7 @@ StepProfile profile_steps(const Config& cfg, int64_t threads, int steps) {
   StepProfile p;
   std::thread([&] {
     TrainingStep step(cfg, threads);
+    if (cfg.train.gemm == "auto") step.route_products();
     for (int t = 0; t < 2; ++t) step.run(t);  // warm-up
     OpTimer timer;
     const auto t0 = Clock::now();

@@ -5,6 +5,7 @@
 #include "bench/measure.h"
 #include "model/gemm.h"
 #include "model/precision.h"
+#include "train/gemm_choice.h"
 #include "train/gradients.h"
 #include "train/threads.h"
 
@@ -23,11 +24,16 @@ TrainingStep::TrainingStep(const Config& cfg, int64_t threads)
   x_ = at::randint(kBenchVocab, {B, T}, at::kLong);
   y_ = at::randint(kBenchVocab, {B, T}, at::kLong);
   micro_ = micro_batches(cfg_.model, B, threads);
+  threads_ = threads;
 }
 
 void TrainingStep::run(int64_t t) {
   forward_backward(*model_, params_, {x_, y_}, precision_, micro_);
   strategy_->step(t, cfg_.optim.lr);
+}
+
+void TrainingStep::route_products() {
+  set_gemm_routes(measure_gemm_routes(*model_, params_, {x_, y_}, precision_, micro_, threads_));
 }
 
 double TrainingStep::tokens_per_step() const { return double(x_.numel()); }

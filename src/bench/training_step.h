@@ -22,6 +22,9 @@ class TrainingStep {
   // Call on the thread that will run the steps: sets its compute threads.
   TrainingStep(const Config& cfg, int64_t threads);
   void run(int64_t t);
+  // train.gemm = auto: measures the routes of this step's products and sets
+  // them process-wide (train/gemm_choice.h). Call before any step runs.
+  void route_products();
   double flops_per_token() const { return model_->flops_per_token(); }
   double tokens_per_step() const;
   const std::string& precision() const { return precision_; }
@@ -35,6 +38,7 @@ class TrainingStep {
   std::vector<at::Tensor> params_;
   at::Tensor x_, y_;
   int64_t micro_ = 1;
+  int64_t threads_ = 1;
 };
 
 }  // namespace atl::bench

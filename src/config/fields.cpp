@@ -156,9 +156,10 @@ void visit_fields(Config& c, const std::function<void(FieldRef&)>& fn) {
             "optimizer state, reductions and evaluation) and needs an AVX-512 CPU; auto picks bf16 where the CPU "
             "multiplies bf16 natively (AVX-512 BF16, AMX) and fp32 elsewhere, shown at start"),
       field("train.gemm", c.train.gemm,
-            "openblas | onednn: the library that multiplies fp32 matrices (LibTorch sends them to OpenBLAS; "
-            "oneDNN's sgemm is faster at most small-GPT shapes, `atoll bench --only=compute` shows each); the two "
-            "differ in the last bits, so a run keeps one; shown at start"),
+            "openblas | onednn | auto: the library that multiplies fp32 matrices (LibTorch sends them to OpenBLAS; "
+            "oneDNN's sgemm is faster at most small-GPT shapes, `atoll bench --only=compute` shows each); auto times "
+            "each product shape of a training step in both at start and sends it to the faster, keeping the choice "
+            "in the start event and checkpoints; the two differ in the last bits, so a run keeps its choice"),
 
       field("strategy.name", c.strategy.name, "{strategies}"),
       field("strategy.workers", c.strategy.workers, "N: simulated workers"),

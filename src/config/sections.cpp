@@ -108,7 +108,7 @@ void validate_training(const Config& c, std::vector<std::string>& e) {
   p.need(c.train.eval_batch_size >= 1, "train.eval_batch_size must be >= 1");
   p.need(c.train.log_every >= 1, "train.log_every must be >= 1");
   p.enum_check("train.precision", c.train.precision, {"fp32", "bf16", "auto"});
-  p.enum_check("train.gemm", c.train.gemm, {"openblas", "onednn"});
+  p.enum_check("train.gemm", c.train.gemm, {"openblas", "onednn", "auto"});
 }
 
 namespace {

@@ -7,19 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "model/gemm.h"
-
 namespace atl {
 namespace {
 
 using GetThreads = int (*)();
 using SetThreads = void (*)(int);
-
-// OpenBLAS's thread count, looked up at run time (1 without OpenBLAS).
-int blas_threads() {
-  static const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  return get ? get() : 1;
-}
 
 // One share of the batch. fp32 products write straight into a strided `out`
 // (BLAS takes its row stride); other dtypes go to oneDNN or ATen's own loops,
@@ -35,11 +27,14 @@ void bmm_share(at::Tensor out, const at::Tensor& a, const at::Tensor& b) {
 
 }  // namespace
 
-void bmm_into(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
-  // oneDNN (train.gemm = onednn) takes the matrices one after another and
-  // threads within each on ATen's pool.
-  if (out.scalar_type() == at::kFloat && current_gemm() == Gemm::kOneDnn) return onednn_bmm(out, a, b);
-  const int threads = blas_threads();
+int openblas_threads() {
+  // Looked up at run time so that builds against other BLAS libraries link.
+  static const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  return get ? get() : 1;
+}
+
+void openblas_bmm_into(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+  const int threads = openblas_threads();
   const int64_t batch = a.size(0);
   if (threads <= 1 || batch < 2 * threads) return bmm_share(out, a, b);
   static const auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));

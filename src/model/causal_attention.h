@@ -11,12 +11,9 @@
 namespace atl {
 
 // qkv: (B, T, 3C), the q, k and v projections side by side, each C wide with
-// n_head heads of C / n_head. mask: (T, T) bool, true above the diagonal.
-// Returns y: (B, T, C), each head's softmax(q k^T / sqrt(hs)) v in its own
-// columns. The attention weights are computed and dropped out in fp32 (as
-// GPU autocast does); under bf16 autocast the products take bf16 operands.
-// Differentiable in qkv.
-at::Tensor causal_attention(const at::Tensor& qkv, int64_t n_head, const at::Tensor& mask, double dropout,
-                            bool training);
+// n_head heads of C / n_head. Returns y: (B, T, C), each head's
+// softmax(q k^T / sqrt(hs) with the future masked) v in its own columns. The attention weights are computed and dropped
+// out in fp32 (as GPU autocast does); under bf16 autocast the products take bf16 operands. Differentiable in qkv.
+at::Tensor causal_attention(const at::Tensor& qkv, int64_t n_head, double dropout, bool training);
 
 }  // namespace atl

@@ -3,16 +3,15 @@
 // with callbacks, with the operator's name, its inputs and its outputs.
 #include "model/flop_count.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/core/Generator.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <stdexcept>
+
+#include "model/dry_pass.h"
 
 namespace atl {
 namespace {
@@ -206,30 +205,6 @@ void on_operator_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   open->state->count.by_op[open->name] += flops;
 }
 
-// Puts the default CPU generator's state and the model's training mode
-// back however the counting pass ends (a module may throw).
-class CountingPass {
- public:
-  explicit CountingPass(Model& model)
-      : model_(model), was_training_(model.is_training()), gen_(at::detail::getDefaultCPUGenerator()) {
-    std::lock_guard<std::mutex> lock(gen_.mutex());
-    rng_state_ = gen_.get_state();
-  }
-  ~CountingPass() {
-    model_.train(was_training_);
-    std::lock_guard<std::mutex> lock(gen_.mutex());
-    gen_.set_state(rng_state_);
-  }
-  CountingPass(const CountingPass&) = delete;
-  CountingPass& operator=(const CountingPass&) = delete;
-
- private:
-  Model& model_;
-  bool was_training_;
-  at::Generator gen_;
-  at::Tensor rng_state_;
-};
-
 }  // namespace
 
 ProductFlopCounter::ProductFlopCounter() : state_(std::make_unique<State>()) {
@@ -255,7 +230,7 @@ double count_training_flops_per_example(Model& model, const at::Tensor& x, const
         "model.flops_per_sample (training FLOPs of one example)");
   double forward = 0;
   {
-    CountingPass pass(model);
+    DryPass pass(model);
     model.train(true);
     at::NoGradGuard no_grad;
     // RecordFunction may have been switched off on this thread (a profiler

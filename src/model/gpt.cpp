@@ -44,11 +44,11 @@ class BlockImpl : public torch::nn::Module {
         mlp_proj(register_module("mlp_proj",
                                  torch::nn::Linear(torch::nn::LinearOptions(4 * c.n_embd, c.n_embd).bias(c.bias)))) {}
 
-  // x: (B, T, C); mask: (T, T) bool, true above the diagonal (future positions).
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& mask) {
+  // x: (B, T, C).
+  at::Tensor forward(const at::Tensor& x) {
     // The linears' products go to the GEMM train.gemm chose (model/gemm.h).
     auto apply = [](torch::nn::Linear& l, const at::Tensor& in) { return linear(in, l->weight, l->bias); };
-    at::Tensor y = causal_attention(apply(c_attn, ln1->forward(x)), n_head_, mask, dropout_, is_training());
+    at::Tensor y = causal_attention(apply(c_attn, ln1->forward(x)), n_head_, dropout_, is_training());
     y = apply(attn_proj, y);
     if (dropout_ > 0) y = at::dropout(y, dropout_, is_training());
     at::Tensor h = x + y;
@@ -73,7 +73,6 @@ class GPT : public Model {
     wpe = register_parameter("wpe", at::empty({c.block_size, c.n_embd}));
     for (int64_t l = 0; l < c.n_layer; ++l) blocks.push_back(register_module("h" + std::to_string(l), Block(c)));
     ln_f = register_module("ln_f", LayerNorm(c.n_embd, c.bias));
-    mask_ = at::ones({c.block_size, c.block_size}, at::kBool).triu(1);
 
     // GPT-2 initialisation, from a private generator so that concurrent
     // workers never share RNG state.
@@ -120,15 +119,13 @@ class GPT : public Model {
     at::Tensor pos = at::arange(T, at::kLong);
     at::Tensor h = at::embedding(wte, x) + at::embedding(wpe, pos);  // (B, T, C)
     if (cfg_.dropout > 0) h = at::dropout(h, cfg_.dropout, is_training());
-    at::Tensor mask = mask_.narrow(0, 0, T).narrow(1, 0, T);
-    for (auto& b : blocks) h = b->forward(h, mask);
+    for (auto& b : blocks) h = b->forward(h);
     h = ln_f->forward(h);
     return linear(h, wte, at::Tensor());  // head tied to the token embedding: (B, T, V)
   }
 
   ModelConfig cfg_;
   int64_t vocab_;
-  at::Tensor mask_;  // (T, T) bool, true where attention is forbidden
 };
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "train/checkpoint.h"
 #include "train/data_source.h"
 #include "train/divergence_check.h"
+#include "train/gemm_choice.h"
 #include "train/gradients.h"
 #include "train/observer.h"
 #include "train/rendezvous.h"
@@ -36,6 +37,9 @@
 
 namespace atl {
 namespace {
+
+// A worker checkpoint's record of its process's GEMM routes (train.gemm = auto).
+constexpr const char* kGemmRoutesRecord = "gemm.routes";
 
 using Clock = WallClock;
 
@@ -96,6 +100,7 @@ class Driver {
 
   RunSummary run() {
     tune_allocator();
+    if (cfg_.train.gemm == "auto") choose_gemm_routes();
     observer_.start();
     if (cluster_.is_leader()) {
       observer_.announce_start();
@@ -131,6 +136,47 @@ class Driver {
                        {"atoll.eval_model", observer_.final_eval_model()},
                        {"atoll.steps", std::to_string(cfg_.train.steps)},
                        {"atoll.final_val_loss", format_number("%.17g", observer_.summary().final_val_loss)}});
+  }
+
+  // train.gemm = auto: each fp32 product shape of a step to the GEMM
+  // measured faster at it, before any worker runs. A resumed run takes the
+  // routes it started with from its checkpoint (each process its own: real
+  // ranks measure for themselves), so that it multiplies as it did.
+  void choose_gemm_routes() {
+    if (resuming()) {
+      const std::string part = worker_part(slots_[0].rank);
+      const std::string file = store_.file(plan_.resume_step, part).string();
+      const CheckpointRecords records = store_.read(plan_.resume_step, part);
+      StateReader reader(records, file);
+      std::string text;
+      reader.text(kGemmRoutesRecord, text);
+      try {
+        set_gemm_routes(routes_from_text(text, file));
+      } catch (const std::runtime_error& e) {
+        throw CheckpointError(e.what());
+      }
+      return;
+    }
+    // Only the built-in GPT routes its products (a TorchScript module's run
+    // in ATen, and a dry step could move its buffers).
+    if (cfg_.model.kind != "gpt") return set_gemm_routes({});
+    WorkerSlot& slot = slots_[0];
+    const auto stream = data_.stream(0, layout_.islands, static_cast<uint64_t>(cfg_.run.seed));
+    const auto batch = stream->next(cfg_.train.batch_size);
+    const int64_t micro = micro_batches(cfg_.model, cfg_.train.batch_size, threads_);
+    set_gemm_routes(measure_gemm_routes(*slot.model, slot.params, batch, cfg_.train.precision, micro, threads_));
+  }
+
+  // Each worker's checkpoint holds its process's routes (train.gemm = auto);
+  // resuming, they must be what choose_gemm_routes() set.
+  void visit_gemm_routes(StateVisitor& v, const std::string& source) {
+    if (cfg_.train.gemm != "auto") return;
+    const std::string now = routes_to_text(gemm_routes());
+    std::string text = now;
+    v.text(kGemmRoutesRecord, text);
+    if (v.loading() && text != now)
+      throw CheckpointError(source + ": its GEMM routes are not those of this process's first worker (" +
+                            worker_part(slots_[0].rank) + "): the checkpoint is corrupted");
   }
 
   void guarded_worker(WorkerSlot& slot) {
@@ -360,6 +406,7 @@ class Driver {
     StateReader reader(records, store_.file(plan_.resume_step, part).string());
     visit_meta(reader, plan_.resume_step, slot.rank);
     slot.visit_state(reader);
+    visit_gemm_routes(reader, store_.file(plan_.resume_step, part).string());
     reader.expect_all_read();
     // Its repeat counts are run lengths, not bytes the file holds: the
     // checkpoint's step is what backs them (retime then replays every step).
@@ -376,6 +423,7 @@ class Driver {
       StateWriter writer;
       visit_meta(writer, step, slot.rank);
       slot.visit_state(writer);
+      visit_gemm_routes(writer, "");
       store_.write(step, worker_part(slot.rank), writer.records());
     }
     if (cluster_.is_leader()) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "model/export.h"
+#include "model/gemm.h"
 #include "net/devices.h"
 #include "train/correlation.h"
 #include "train/task.h"
@@ -356,6 +357,15 @@ void Observer::write_start_event(int64_t threads_per_worker) {
                   {"isa", m.isa},
                   {"blas_kernels", m.blas_kernels},
                   {"openblas_coretype", m.blas_coretype}};
+  // train.gemm = auto: each product shape, its library and both timings.
+  if (cfg_.train.gemm == "auto") {
+    e["gemm_routes"] = nlohmann::json::array();
+    for (const GemmRoute& r : gemm_routes())
+      e["gemm_routes"].push_back({{"shape", describe(r.shape)},
+                                  {"gemm", gemm_name(r.gemm)},
+                                  {"openblas_ms", 1e3 * r.openblas_seconds},
+                                  {"onednn_ms", 1e3 * r.onednn_seconds}});
+  }
   if (islands_) {
     const IslandLayout l = island_layout(cfg_);
     e["islands"] = l.islands;
@@ -372,8 +382,11 @@ void Observer::announce_start() const {
   s.flops_per_example = flops_.per_example;
   s.flops_source = flops_.source;
   // The precision trained in (train.precision = auto resolved for this machine).
+  std::string products;
+  if (cfg_.train.gemm == "onednn") products = " (fp32 products in oneDNN)";
+  if (cfg_.train.gemm == "auto") products = " (" + describe_routes(gemm_routes()) + ")";
   s.summary = "model: " + std::to_string(params_) + " parameters, " + describe_model_flops(flops_) + "; training in " +
-              cfg_.train.precision + (cfg_.train.gemm == "onednn" ? " (fp32 products in oneDNN)" : "");
+              cfg_.train.precision + products;
   hooks_.start(s);
 }
 
