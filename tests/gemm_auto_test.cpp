@@ -194,6 +194,7 @@ TEST(GemmRoutes, TheTextRoundTripsAndATableThatIsNotOneIsRefusedNamingItsLine) {
   EXPECT_EQ(describe(b.shape), "batch 32 of 128 x 128 x 48 (N T), 1 thread");
   EXPECT_EQ(describe_routes({a, b}), "1 of 2 fp32 product shapes in oneDNN, 1 in OpenBLAS");
   EXPECT_EQ(describe_routes({b}), "all 1 fp32 product shape in OpenBLAS");
+  EXPECT_EQ(describe_routes({}), "no fp32 products to route");
   for (const char* bad :
        {"1 0 2 3 N N 1 openblas", "1 2 3 2147483648 N N 1 onednn", "1 2 3 4 X N 1 onednn", "1 2 3 4 N N 0 onednn",
         "1 2 3 4 N N 1 mkl", "1 2 3 4 N N 1 onednn extra", "1 2 3", "1 2 3 4 N N 1 onednn\n1 2 3 4 N N 1 openblas"}) {

@@ -41,6 +41,7 @@ int64_t routes_to_onednn(const std::vector<GemmRoute>& routes) {
 
 std::string describe_routes(const std::vector<GemmRoute>& routes) {
   const int64_t total = static_cast<int64_t>(routes.size()), onednn = routes_to_onednn(routes);
+  if (total == 0) return "no fp32 products to route";  // a TorchScript module's, or bf16's
   const std::string shapes = " fp32 product shape" + std::string(total == 1 ? "" : "s");
   if (onednn == total || onednn == 0)
     return "all " + std::to_string(total) + shapes + " in " + (onednn == 0 ? "OpenBLAS" : "oneDNN");

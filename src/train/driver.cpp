@@ -157,9 +157,10 @@ class Driver {
       }
       return;
     }
-    // Only the built-in GPT routes its products (a TorchScript module's run
-    // in ATen, and a dry step could move its buffers).
-    if (cfg_.model.kind != "gpt") return set_gemm_routes({});
+    // Only the built-in GPT routes its products, and only fp32 ones (a
+    // TorchScript module's run in ATen, and a dry step could move its
+    // buffers; bf16 products are oneDNN's already).
+    if (cfg_.model.kind != "gpt" || cfg_.train.precision != "fp32") return set_gemm_routes({});
     WorkerSlot& slot = slots_[0];
     const auto stream = data_.stream(0, layout_.islands, static_cast<uint64_t>(cfg_.run.seed));
     const auto batch = stream->next(cfg_.train.batch_size);
