@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/gemm_routes.h"
@@ -65,9 +66,11 @@ ProductShape product_shape(const at::Tensor& out, const at::Tensor& a, const at:
 // path. What auto runs and what it measures.
 void product_in(Gemm gemm, const at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 
-// The best of `reps` timed runs (after one untimed) of product_in(gemm) at
-// `shape`, on the calling thread's compute threads, in seconds.
-double time_product(Gemm gemm, const ProductShape& shape, int reps);
+// The best time in seconds of product_in at `shape` in each library
+// (OpenBLAS first), on the calling thread's compute threads: `rounds` rounds
+// of one run in each, after an untimed one. Alternating keeps a drift in the
+// machine's speed from favouring the library timed second.
+std::pair<double, double> time_product(const ProductShape& shape, int rounds);
 
 // x (..., in) times weight (out, in) transposed, plus bias (may be
 // undefined): a Linear layer's forward in the chosen GEMM, differentiable.

@@ -3,6 +3,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include <thread>
+#include <tuple>
 
 #include "model/dry_pass.h"
 #include "model/gemm.h"
@@ -12,10 +13,10 @@
 namespace atl {
 namespace {
 
-// Each shape's time is the best of this many runs: enough to see through a
-// descheduled run, few enough that a default GPT's ~20 shapes take well
-// under a second.
-constexpr int kReps = 5;
+// Each shape's time in each library is the best of this many runs: enough
+// to see through a descheduled run, few enough that a default GPT's ~20
+// shapes take about a second.
+constexpr int kRounds = 5;
 
 }  // namespace
 
@@ -48,8 +49,7 @@ std::vector<GemmRoute> measure_gemm_routes(Model& model, const std::vector<at::T
     std::thread([&] {
       at::NoGradGuard no_grad;
       set_compute_threads(s.threads, /*onednn_products=*/true);
-      r.openblas_seconds = time_product(Gemm::kOpenBlas, s, kReps);
-      r.onednn_seconds = time_product(Gemm::kOneDnn, s, kReps);
+      std::tie(r.openblas_seconds, r.onednn_seconds) = time_product(s, kRounds);
     }).join();
     r.gemm = faster_gemm(r.openblas_seconds, r.onednn_seconds);
     routes.push_back(r);
