@@ -41,17 +41,17 @@ std::mutex capture_mutex;
 std::vector<ProductShape> captured;
 std::set<ProductShape> captured_set;
 
-// A 2-D operand as BLAS reads it: row-major with leading dimension `ld`, or
-// the transpose of a row-major matrix ('T').
+// The matrices of a (G, rows, cols) operand as BLAS reads them: row-major
+// with leading dimension `ld`, or the transpose of a row-major matrix ('T').
+// Read from the strides (no per-matrix view: this runs for every product).
 struct Operand {
   char trans;
   int64_t ld;
 };
 Operand operand(const at::Tensor& t) {
-  if (t.stride(1) == 1 && (t.size(0) == 1 || t.stride(0) >= t.size(1)))
-    return {'N', std::max<int64_t>(t.stride(0), t.size(1))};
-  if (t.stride(0) == 1 && (t.size(1) == 1 || t.stride(1) >= t.size(0)))
-    return {'T', std::max<int64_t>(t.stride(1), t.size(0))};
+  const int64_t rows = t.size(1), cols = t.size(2), row_stride = t.stride(1), col_stride = t.stride(2);
+  if (col_stride == 1 && (rows == 1 || row_stride >= cols)) return {'N', std::max<int64_t>(row_stride, cols)};
+  if (row_stride == 1 && (cols == 1 || col_stride >= rows)) return {'T', std::max<int64_t>(col_stride, rows)};
   throw std::invalid_argument("onednn_mm: an operand has no unit stride");
 }
 
@@ -170,7 +170,7 @@ void onednn_bmm(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b)
     out.zero_();
     return;
   }
-  const Operand oa = operand(a[0]), ob = operand(b[0]);
+  const Operand oa = operand(a), ob = operand(b);
   const int64_t ldc = std::max<int64_t>(out.stride(1), n);
   const float *pa = a.data_ptr<float>(), *pb = b.data_ptr<float>();
   float* pc = out.data_ptr<float>();
@@ -192,8 +192,8 @@ ProductShape product_shape(const at::Tensor& out, const at::Tensor& a, const at:
   s.n = out.size(2);
   s.k = a.size(2);
   if (s.batch > 0 && s.m > 0 && s.n > 0 && s.k > 0) {  // an empty product has no layout to speak of
-    s.ta = operand(a[0]).trans;
-    s.tb = operand(b[0]).trans;
+    s.ta = operand(a).trans;
+    s.tb = operand(b).trans;
   }
   s.threads = openblas_threads();
   return s;

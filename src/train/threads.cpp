@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "model/batched_matmul.h"
+
 namespace atl {
 
 int64_t available_cores() {
@@ -39,11 +41,7 @@ void set_compute_threads(int64_t threads, bool onednn_products) {
   if (openblas_set) openblas_set(static_cast<int>(threads));
 }
 
-int64_t compute_threads() {
-  using GetThreads = int (*)();
-  static const auto openblas_get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  return openblas_get ? openblas_get() : 1;
-}
+int64_t compute_threads() { return openblas_threads(); }
 
 void tune_allocator() {
   // glibc hands large blocks (> 128 kB) back to the kernel on free, so every
